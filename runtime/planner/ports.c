@@ -1,0 +1,95 @@
+/* ports.c - rendezvous port selection (see ports.h). */
+#include "ports.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int parse_u16(const char **p, uint16_t *v)
+{
+    const char *s = *p;
+    unsigned long acc = 0;
+    int digits = 0;
+    while (*s >= '0' && *s <= '9') {
+        acc = acc * 10 + (unsigned long)(*s - '0');
+        if (++digits > 5 || acc > 65535)
+            return -1;
+        s++;
+    }
+    if (!digits || acc == 0)
+        return -1;
+    *v = (uint16_t)acc;
+    *p = s;
+    return 0;
+}
+
+int port_parse(const char *name, const char *text, uint16_t *out, struct cohort_err *err)
+{
+    const char *p = text;
+    if (!text || parse_u16(&p, out) < 0 || *p)
+        return cohort_fail(err, "%s='%s' is not a port number (1-65535)", name,
+                           text ? text : "");
+    return 0;
+}
+
+int port_range_parse(const char *text, struct port_range *out, struct cohort_err *err)
+{
+    const char *p = text;
+    if (!text || parse_u16(&p, &out->lo) < 0 || *p++ != '-' ||
+        parse_u16(&p, &out->hi) < 0 || *p)
+        return cohort_fail(err, "port range '%s' is malformed; expected A-B, e.g. 20000-32767",
+                           text ? text : "");
+    if (out->lo < 1024 || out->hi <= out->lo)
+        return cohort_fail(err, "port range '%s' must satisfy 1024 <= A < B <= 65535",
+                           text);
+    return 0;
+}
+
+int resv_ports_parse(const char *text, uint16_t *out, unsigned max, unsigned *n,
+                     struct cohort_err *err)
+{
+    const char *p = text;
+    *n = 0;
+    while (p && *p) {
+        uint16_t lo, hi;
+        if (parse_u16(&p, &lo) < 0)
+            goto bad;
+        hi = lo;
+        if (*p == '-') {
+            p++;
+            if (parse_u16(&p, &hi) < 0 || hi < lo)
+                goto bad;
+        }
+        for (uint32_t v = lo; v <= hi && *n < max; v++)
+            out[(*n)++] = (uint16_t)v;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    if (*n == 0)
+        goto bad;
+    return 0;
+bad:
+    return cohort_fail(err, "SLURM_STEP_RESV_PORTS='%s' is malformed; expected ports "
+                            "such as 12000-12003",
+                       text ? text : "");
+}
+
+/* splitmix64 finaliser: a well-mixed hash of the job id. */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+void ports_hashed(uint32_t job_id, uint32_t step_id, struct port_range range,
+                  uint16_t *master, uint16_t *bootstrap)
+{
+    uint64_t size = (uint64_t)range.hi - range.lo + 1;
+    uint64_t base = mix64(job_id) % size;
+    uint64_t m = (base + 2 * (uint64_t)step_id) % size;
+    *master = (uint16_t)(range.lo + m);
+    *bootstrap = (uint16_t)(range.lo + (m + 1) % size);
+}

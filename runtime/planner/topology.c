@@ -1,0 +1,137 @@
+/* topology.c - hwloc discovery of GPUs and their locality (see topology.h). */
+#include "topology.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PCI_VENDOR_NVIDIA 0x10de
+#define PCI_BASE_CLASS_DISPLAY 0x03
+
+static int cmp_pci(const void *a, const void *b)
+{
+    const struct hwloc_pcidev_attr_s *x = &(*(hwloc_obj_t const *)a)->attr->pcidev;
+    const struct hwloc_pcidev_attr_s *y = &(*(hwloc_obj_t const *)b)->attr->pcidev;
+    unsigned long kx = ((unsigned long)x->domain << 24) | ((unsigned long)x->bus << 16) |
+                       ((unsigned long)x->dev << 8) | x->func;
+    unsigned long ky = ((unsigned long)y->domain << 24) | ((unsigned long)y->bus << 16) |
+                       ((unsigned long)y->dev << 8) | y->func;
+    return kx < ky ? -1 : kx > ky;
+}
+
+static bool is_nvidia_gpu(hwloc_obj_t o)
+{
+    return o->attr->pcidev.vendor_id == PCI_VENDOR_NVIDIA &&
+           (o->attr->pcidev.class_id >> 8) == PCI_BASE_CLASS_DISPLAY;
+}
+
+static int collect_gpus(struct cohort_topology *t, struct cohort_err *err)
+{
+    unsigned n = 0;
+    hwloc_obj_t o = NULL;
+    while ((o = hwloc_get_next_pcidev(t->topo, o)))
+        n += is_nvidia_gpu(o);
+    if (n == 0)
+        return 0;
+    hwloc_obj_t *objs = calloc(n, sizeof *objs);
+    t->gpus = calloc(n, sizeof *t->gpus);
+    if (!objs || !t->gpus) {
+        free(objs);
+        return cohort_fail(err, "out of memory reading the topology");
+    }
+    unsigned i = 0;
+    for (o = NULL; (o = hwloc_get_next_pcidev(t->topo, o));)
+        if (is_nvidia_gpu(o))
+            objs[i++] = o;
+    qsort(objs, n, sizeof *objs, cmp_pci);
+    for (i = 0; i < n; i++) {
+        struct cohort_gpu *g = &t->gpus[i];
+        const struct hwloc_pcidev_attr_s *a = &objs[i]->attr->pcidev;
+        snprintf(g->pci_id, sizeof g->pci_id, "%04x:%02x:%02x.%01x", a->domain, a->bus,
+                 a->dev, a->func);
+        g->vendor = a->vendor_id;
+        g->device = a->device_id;
+        hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t->topo, objs[i]);
+        g->cpuset = hwloc_bitmap_dup(anc->cpuset);
+        g->nodeset = hwloc_bitmap_dup(anc->nodeset);
+        t->n_gpus++;
+        if (!g->cpuset || !g->nodeset) {
+            free(objs);
+            return cohort_fail(err, "out of memory reading the topology");
+        }
+    }
+    free(objs);
+    return 0;
+}
+
+int topology_load(const char *xml_path, bool xml_is_this_system,
+                  struct cohort_topology **out, struct cohort_err *err)
+{
+    *out = NULL;
+    struct cohort_topology *t = calloc(1, sizeof *t);
+    if (!t || hwloc_topology_init(&t->topo) < 0) {
+        free(t);
+        return cohort_fail(err, "cannot initialise hwloc");
+    }
+    /* Only what the plan needs: PCI GPUs and their bridges, no OS devices
+     * or misc objects (less to discover, faster to load). */
+    hwloc_topology_set_io_types_filter(t->topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_type_filter(t->topo, HWLOC_OBJ_PCI_DEVICE,
+                                   HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    hwloc_topology_set_type_filter(t->topo, HWLOC_OBJ_BRIDGE,
+                                   HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    hwloc_topology_set_icache_types_filter(t->topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+    unsigned long flags = 0;
+    if (xml_path) {
+        FILE *f = fopen(xml_path, "r");
+        if (!f) {
+            topology_free(t);
+            return cohort_fail(err, "topology file %s cannot be read: %m", xml_path);
+        }
+        fclose(f);
+        if (hwloc_topology_set_xml(t->topo, xml_path) < 0) {
+            topology_free(t);
+            return cohort_fail(err, "topology file %s is not an hwloc XML topology",
+                               xml_path);
+        }
+        if (xml_is_this_system)
+            flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
+    }
+    hwloc_topology_set_flags(t->topo, flags);
+    if (hwloc_topology_load(t->topo) < 0) {
+        int rc = cohort_fail(err, "%s%s cannot be loaded by hwloc: %m",
+                             xml_path ? "topology file " : "this machine's topology",
+                             xml_path ? xml_path : "");
+        topology_free(t);
+        return rc;
+    }
+    t->this_system = hwloc_topology_is_thissystem(t->topo);
+    if (collect_gpus(t, err) < 0) {
+        topology_free(t);
+        return -1;
+    }
+    *out = t;
+    return 0;
+}
+
+void topology_free(struct cohort_topology *t)
+{
+    if (!t)
+        return;
+    for (unsigned i = 0; i < t->n_gpus; i++) {
+        hwloc_bitmap_free(t->gpus[i].cpuset);
+        hwloc_bitmap_free(t->gpus[i].nodeset);
+    }
+    free(t->gpus);
+    if (t->topo)
+        hwloc_topology_destroy(t->topo);
+    free(t);
+}
+
+int topology_export(const struct cohort_topology *t, const char *path,
+                    struct cohort_err *err)
+{
+    if (hwloc_topology_export_xml(t->topo, path, 0) < 0)
+        return cohort_fail(err, "cannot write topology to %s: %m", path);
+    return 0;
+}

@@ -1,0 +1,38 @@
+## tests/local.mk - unit tests (TAP), CLI tests and the hostlist fuzz target.
+TEST_EXTENSIONS = .sh
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+SH_LOG_DRIVER = $(LOG_DRIVER)
+AM_TESTS_ENVIRONMENT = \
+	COHORT_SRCDIR='$(abs_top_srcdir)'; export COHORT_SRCDIR; \
+	COHORT_BUILDDIR='$(abs_top_builddir)'; export COHORT_BUILDDIR;
+
+UNIT_LDADD = runtime/planner/libcohort_planner.la
+EXTRA_DIST += tests/unit/tap.h tests/fixtures/make-fixtures.py \
+	tests/fixtures/dgx-a100.xml tests/fixtures/dgx-h100.xml tests/fixtures/demo.env
+
+check_PROGRAMS += tests/unit/test_hostlist tests/unit/test_tasks_per_node \
+	tests/unit/test_ports tests/unit/test_step tests/unit/test_plan \
+	tests/fuzz/fuzz_hostlist_replay
+TESTS += tests/unit/test_hostlist tests/unit/test_tasks_per_node \
+	tests/unit/test_ports tests/unit/test_step tests/unit/test_plan \
+	tests/fuzz/fuzz_hostlist_replay tests/cohort-info.sh
+EXTRA_DIST += tests/cohort-info.sh tests/fuzz/run-libfuzzer.sh tests/fuzz/corpus
+
+tests_unit_test_hostlist_LDADD = $(UNIT_LDADD)
+tests_unit_test_tasks_per_node_LDADD = $(UNIT_LDADD)
+tests_unit_test_ports_LDADD = $(UNIT_LDADD)
+tests_unit_test_step_LDADD = $(UNIT_LDADD)
+tests_unit_test_plan_LDADD = $(UNIT_LDADD)
+tests_unit_test_plan_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURES='"$(abs_top_srcdir)/tests/fixtures"'
+tests_unit_test_step_CPPFLAGS = $(tests_unit_test_plan_CPPFLAGS)
+
+tests_fuzz_fuzz_hostlist_replay_SOURCES = tests/fuzz/fuzz_hostlist.c tests/fuzz/replay_main.c
+tests_fuzz_fuzz_hostlist_replay_CPPFLAGS = $(AM_CPPFLAGS) -DCORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus"'
+tests_fuzz_fuzz_hostlist_replay_LDADD = $(UNIT_LDADD)
+
+if HAVE_LIBSLURM
+check_PROGRAMS += tests/unit/test_hostlist_slurm
+TESTS += tests/unit/test_hostlist_slurm
+tests_unit_test_hostlist_slurm_LDADD = $(UNIT_LDADD) $(SLURM_LIBS)
+tests_unit_test_hostlist_slurm_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+endif
