@@ -69,11 +69,15 @@ ok $? "a variable the user set is reported as kept"
 test "$("$info" --hostnames 'n[1-2]x[3-4],login[1-2]-ib' | tr '\n' ' ')" = "n1x3 n1x4 n2x3 n2x4 login1-ib login2-ib "
 ok $? "--hostnames expands like scontrol show hostnames"
 
+# hwloc's pci component (libpciaccess, dlclosed at exit) leaks a little memory
+# on this machine; under LeakSanitizer these two loads of this machine skip it.
+if [ -n "${COHORT_SANITIZED:-}" ]; then HWLOC_COMPONENTS=-pci; export HWLOC_COMPONENTS; fi
 "$info" --export-topology "$tmp/me.xml" && grep -q '<topology' "$tmp/me.xml"
 ok $? "--export-topology writes XML"
 sed -e 's/^SLURM_STEP_GPUS=.*//' -e 's/^CUDA_VISIBLE_DEVICES=.*//' "$tmp/env" >"$tmp/env-local"
 "$info" --env "$tmp/env-local" --topology "$tmp/me.xml" --all --format json >/dev/null
 ok $? "plans against the exported topology of this machine"
+unset HWLOC_COMPONENTS
 
 # Bad input: non-zero exit and exactly one line naming the culprit.
 bad() {

@@ -5,6 +5,12 @@ SH_LOG_DRIVER = $(LOG_DRIVER)
 AM_TESTS_ENVIRONMENT = \
 	COHORT_SRCDIR='$(abs_top_srcdir)'; export COHORT_SRCDIR; \
 	COHORT_BUILDDIR='$(abs_top_builddir)'; export COHORT_BUILDDIR;
+if SANITIZERS
+AM_TESTS_ENVIRONMENT += \
+	COHORT_SANITIZED=1; export COHORT_SANITIZED; \
+	LSAN_OPTIONS='suppressions=$(abs_top_srcdir)/tests/lsan.supp:print_suppressions=0'; \
+	export LSAN_OPTIONS;
+endif
 
 UNIT_LDADD = runtime/planner/libcohort_planner.la
 EXTRA_DIST += tests/unit/tap.h tests/fixtures/make-fixtures.py \
@@ -16,7 +22,7 @@ check_PROGRAMS += tests/unit/test_hostlist tests/unit/test_tasks_per_node \
 TESTS += tests/unit/test_hostlist tests/unit/test_tasks_per_node \
 	tests/unit/test_ports tests/unit/test_step tests/unit/test_plan \
 	tests/fuzz/fuzz_hostlist_replay tests/cohort-info.sh
-EXTRA_DIST += tests/cohort-info.sh tests/fuzz/run-libfuzzer.sh tests/fuzz/corpus
+EXTRA_DIST += tests/lsan.supp tests/cohort-info.sh tests/fuzz/run-libfuzzer.sh tests/fuzz/corpus
 
 tests_unit_test_hostlist_LDADD = $(UNIT_LDADD)
 tests_unit_test_tasks_per_node_LDADD = $(UNIT_LDADD)
