@@ -11,5 +11,6 @@ runtime_planner_libcohort_planner_la_SOURCES = \
 	runtime/planner/step_env.c runtime/planner/step_env.h \
 	runtime/planner/topology.c runtime/planner/topology.h \
 	runtime/planner/cpu_share.c runtime/planner/cpu_share.h \
-	runtime/planner/plan.c runtime/planner/plan.h
+	runtime/planner/plan.c runtime/planner/plan.h \
+	runtime/planner/plan_line.c runtime/planner/plan_line.h
 runtime_planner_libcohort_planner_la_LIBADD = $(HWLOC_LIBS)

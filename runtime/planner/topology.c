@@ -94,8 +94,11 @@ int topology_load(const char *xml_path, bool xml_is_this_system,
             return cohort_fail(err, "topology file %s is not an hwloc XML topology",
                                xml_path);
         }
+        /* A cache of this machine: binding acts here, and the allowed CPUs
+         * and NUMA nodes are the ones the OS gives this process now. */
         if (xml_is_this_system)
-            flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM;
+            flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
+                     HWLOC_TOPOLOGY_FLAG_THISSYSTEM_ALLOWED_RESOURCES;
     }
     hwloc_topology_set_flags(t->topo, flags);
     if (hwloc_topology_load(t->topo) < 0) {

@@ -108,7 +108,7 @@ int task_plan_build(const struct task_plan_request *req, struct task_plan *tp,
         goto out;
     if (step_from_env(&tp->step, &tp->env, hostfile_text, err) < 0)
         goto out;
-    if (topology_load(req->topology, false, &tp->topo, err) < 0)
+    if (topology_load(req->topology, req->topology_is_this_system, &tp->topo, err) < 0)
         goto out;
     if (req->cpus) {
         hwloc_bitmap_t set = hwloc_bitmap_alloc();

@@ -14,6 +14,7 @@
 struct task_plan_request {
     const char *env_file;   /* NULL: this process's environment */
     const char *topology;   /* hwloc XML, NULL: this machine */
+    bool topology_is_this_system; /* the XML is this machine's cache */
     const char *mode;       /* NULL: $COHORT_MODE, else train */
     const char *port_range; /* NULL: $COHORT_PORT_RANGE, else the default */
     const char *cpus;       /* CPUs the step may use (hwloc list), NULL: all allowed */
