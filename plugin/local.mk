@@ -1,0 +1,14 @@
+## plugin/local.mk - spank_cohort.so, installed in Slurm's plugin directory.
+if HAVE_SPANK
+spankplugindir = $(slurm_plugindir)
+spankplugin_LTLIBRARIES = plugin/spank_cohort.la
+plugin_spank_cohort_la_SOURCES = plugin/spank_cohort.c \
+	plugin/plugin_args.c plugin/plugin_args.h
+plugin_spank_cohort_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
+plugin_spank_cohort_la_LDFLAGS = -module -avoid-version -shared \
+	-Wl,--version-script=$(top_srcdir)/plugin/spank_cohort.map
+plugin_spank_cohort_la_LIBADD = runtime/apply/libcohort_apply.la \
+	runtime/planner/libcohort_planner.la $(HWLOC_LIBS)
+EXTRA_plugin_spank_cohort_la_DEPENDENCIES = $(top_srcdir)/plugin/spank_cohort.map
+endif
+EXTRA_DIST += plugin/spank_cohort.map

@@ -1,0 +1,401 @@
+/* spank_cohort.c - the SPANK plugin. In srun it validates --cohort and
+ * creates the step's secret; in slurmstepd it loads the topology and plans
+ * the node once (user_init), and in each task sets the variables and binds
+ * CPUs and memory (task_init). A job that did not ask (mode off) is never
+ * touched; a user's mistake never fails slurm_spank_init; an internal error
+ * costs one warning line and the task runs without cohort, unless the admin
+ * set strict=yes. */
+#include <errno.h>
+#include <slurm/spank.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "apply.h"
+#include "envlist.h"
+#include "plan.h"
+#include "plan_line.h"
+#include "plugin_args.h"
+#include "step.h"
+#include "topology.h"
+
+SPANK_PLUGIN(cohort, 1);
+
+#define BATCH_OR_SPECIAL_STEP 0xfffffff0u /* batch, extern, interactive steps */
+
+static struct plugin_args args;
+static char args_error[COHORT_ERR_LEN];
+static int opt_mode = -1; /* --cohort, -1 when not given */
+static int opt_verbose;
+
+/* slurmstepd state, from user_init to the forked tasks */
+static enum cohort_plugin_mode mode = PLUGIN_MODE_OFF;
+static int verbose;
+static char setup_error[COHORT_ERR_LEN];
+static struct cohort_topology *topo;
+static struct cohort_step step;
+static struct cohort_node_plan *plan;
+static char planned_gpus[4096]; /* the GPU variables the plan was made with */
+
+static const char *const gpu_vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
+                                       "CUDA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE"};
+
+/* Variables the plan may set: read to keep the user's values. */
+static const char *const plan_vars[] = {
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
+    "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR",
+    "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS",
+    "COHORT_MODE", "COHORT_BOOTSTRAP_PORT", "COHORT_GPUS", "COHORT_CPUS"};
+
+static int opt_cohort_cb(int val, const char *optarg, int remote)
+{
+    enum cohort_plugin_mode m;
+    struct cohort_err err;
+    (void)val;
+    if (plugin_mode_parse(optarg ? optarg : "", &m, &err) < 0) {
+        if (!remote)
+            slurm_error("cohort: --cohort=%s: %s", optarg ? optarg : "", err.msg);
+        return -1;
+    }
+    opt_mode = (int)m;
+    return 0;
+}
+
+static int opt_verbose_cb(int val, const char *optarg, int remote)
+{
+    (void)val;
+    (void)optarg;
+    (void)remote;
+    opt_verbose = 1;
+    return 0;
+}
+
+static struct spank_option options[] = {
+    {"cohort", "MODE",
+     "cohort: off, env (variables only), train or infer (variables, GPU, CPU and memory "
+     "binding); default set by the site",
+     1, 0, opt_cohort_cb},
+    {"cohort-verbose", NULL, "cohort: each task prints its plan as one line on stderr", 0, 0,
+     opt_verbose_cb},
+    SPANK_OPTIONS_TABLE_END,
+};
+
+/* spank_getenv into a malloc'd string, or NULL when unset. */
+static char *get_env(spank_t sp, const char *name)
+{
+    for (int len = 4096; len <= (16 << 20); len *= 4) {
+        char *buf = malloc((size_t)len);
+        if (!buf)
+            return NULL;
+        spank_err_t rc = spank_getenv(sp, name, buf, len);
+        if (rc == ESPANK_SUCCESS)
+            return buf;
+        free(buf);
+        if (rc != ESPANK_NOSPACE)
+            return NULL;
+    }
+    return NULL;
+}
+
+/* The variables the planner reads and those it may set, from the job. */
+static int collect_env(spank_t sp, struct envlist *env, const char *const *names,
+                       size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *v = get_env(sp, names[i]);
+        int rc = v ? envlist_set(env, names[i], v) : 0;
+        free(v);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+    struct cohort_err err;
+    args_error[0] = '\0';
+    if (plugin_args_parse(ac, av, &args, &err) < 0) {
+        snprintf(args_error, sizeof args_error, "%s", err.msg);
+        slurm_error("cohort: plugstack.conf: %s; cohort is disabled", err.msg);
+        return 0; /* never fail init: that would drain nodes and break every job */
+    }
+    for (struct spank_option *o = options; o->name; o++)
+        if (spank_option_register(sp, o) != ESPANK_SUCCESS)
+            slurm_verbose("cohort: cannot register --%s here", o->name);
+    return 0;
+}
+
+/* The step's mode: --cohort, else COHORT_MODE, else the site default. */
+static int effective_mode(spank_t sp, enum cohort_plugin_mode *m, struct cohort_err *err)
+{
+    *m = args.default_mode;
+    if (opt_mode >= 0) {
+        *m = (enum cohort_plugin_mode)opt_mode;
+        return 0;
+    }
+    char *v = spank_remote(sp) ? get_env(sp, "COHORT_MODE") : NULL;
+    const char *env = spank_remote(sp) ? v : getenv("COHORT_MODE");
+    int rc = 0;
+    if (env && plugin_mode_parse(env, m, err) < 0)
+        rc = cohort_fail(err, "COHORT_MODE='%s' is not one of off, env, train, infer", env);
+    free(v);
+    return rc;
+}
+
+/* srun: check the mode and give the step its secret. */
+static int local_post_opt(spank_t sp)
+{
+    struct cohort_err err;
+    enum cohort_plugin_mode m;
+    if (effective_mode(sp, &m, &err) < 0) {
+        slurm_error("cohort: %s", err.msg);
+        return -1;
+    }
+    if (m == PLUGIN_MODE_OFF || getenv("COHORT_SECRET"))
+        return 0;
+    unsigned char raw[32];
+    char hex[2 * sizeof raw + 1];
+    size_t got = 0;
+    while (got < sizeof raw) {
+        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            slurm_error("cohort: no random bytes for the step secret; the runtime's "
+                        "bootstrap will use its fallback");
+            return 0;
+        }
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    if (spank_setenv(sp, "COHORT_SECRET", hex, 0) != ESPANK_SUCCESS)
+        slurm_error("cohort: cannot pass the step secret to the tasks");
+    return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    if (args_error[0] || spank_context() != S_CTX_LOCAL)
+        return 0;
+    return local_post_opt(sp);
+}
+
+/* Plans the node with the GPU variables as the job shows them now. */
+static int make_plan(spank_t sp, struct cohort_err *err)
+{
+    struct envlist env;
+    struct cohort_policy pol;
+    envlist_init(&env);
+    policy_init(&pol);
+    pol.mode = mode == PLUGIN_MODE_INFER ? COHORT_MODE_INFER : COHORT_MODE_TRAIN;
+    pol.ports = args.ports;
+    int rc = -1;
+    if (collect_env(sp, &env, plan_vars, sizeof plan_vars / sizeof *plan_vars) < 0 ||
+        collect_env(sp, &env, gpu_vars, sizeof gpu_vars / sizeof *gpu_vars) < 0) {
+        cohort_fail(err, "out of memory");
+        goto out;
+    }
+    planned_gpus[0] = '\0';
+    for (size_t i = 0; i < sizeof gpu_vars / sizeof *gpu_vars; i++) {
+        const char *v = envlist_get(&env, gpu_vars[i]);
+        size_t len = strlen(planned_gpus);
+        snprintf(planned_gpus + len, sizeof planned_gpus - len, "%s;", v ? v : "");
+    }
+    free(step.gpus);
+    free(step.gpu_cuda);
+    step.gpus = NULL;
+    step.gpu_cuda = NULL;
+    if (step_set_gpus(&step, envlist_get(&env, "SLURM_STEP_GPUS"),
+                      envlist_get(&env, "SLURM_JOB_GPUS"),
+                      envlist_get(&env, "CUDA_VISIBLE_DEVICES"),
+                      envlist_get(&env, "SLURM_GPUS_ON_NODE") != NULL, err) < 0)
+        goto out;
+    plan_free(plan);
+    plan = NULL;
+    rc = plan_node(&step, topo, &pol, &env, &plan, err);
+out:
+    envlist_clear(&env);
+    return rc;
+}
+
+static int read_hostfile(const char *path, char **text, struct cohort_err *err)
+{
+    FILE *f = fopen(path, "r");
+    *text = NULL;
+    if (!f)
+        return cohort_fail(err, "SLURM_HOSTFILE %s cannot be read: %s", path, strerror(errno));
+    size_t cap = 1 << 20;
+    *text = malloc(cap);
+    size_t n = *text ? fread(*text, 1, cap - 1, f) : 0;
+    fclose(f);
+    if (!*text)
+        return cohort_fail(err, "out of memory");
+    (*text)[n] = '\0';
+    return 0;
+}
+
+/* slurmstepd, once per node: the step, the topology, the node's plan. */
+static int setup_node(spank_t sp, struct cohort_err *err)
+{
+    uint32_t job = 0, stepid = 0, nodeid = 0, ntasks = 0, local = 0;
+    if (spank_get_item(sp, S_JOB_ID, &job) || spank_get_item(sp, S_JOB_STEPID, &stepid) ||
+        spank_get_item(sp, S_JOB_NODEID, &nodeid) ||
+        spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) ||
+        spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local))
+        return cohort_fail(err, "slurmstepd did not give the job's ids and task counts");
+    static const char *const layout_vars[] = {
+        "SLURM_STEP_NODELIST", "SLURM_STEP_TASKS_PER_NODE", "SLURM_DISTRIBUTION",
+        "SLURM_DIST_PLANESIZE", "SLURM_HOSTFILE", "SLURM_STEP_RESV_PORTS",
+        "SLURM_CPU_BIND_TYPE", "SLURM_CPU_BIND_LIST"};
+    struct envlist env;
+    envlist_init(&env);
+    char count[16], *hostfile = NULL;
+    int rc = -1;
+    snprintf(count, sizeof count, "%u", ntasks);
+    step_init(&step);
+    step.job_id = job;
+    step.step_id = stepid;
+    if (collect_env(sp, &env, layout_vars, sizeof layout_vars / sizeof *layout_vars) < 0)
+        goto out;
+    const char *dist = envlist_get(&env, "SLURM_DISTRIBUTION");
+    if (dist && strncmp(dist, "arbitrary", 9) == 0 && envlist_get(&env, "SLURM_HOSTFILE") &&
+        read_hostfile(envlist_get(&env, "SLURM_HOSTFILE"), &hostfile, err) < 0)
+        goto out;
+    if (step_set_layout(&step, envlist_get(&env, "SLURM_STEP_NODELIST"), count,
+                        envlist_get(&env, "SLURM_STEP_TASKS_PER_NODE"), dist,
+                        envlist_get(&env, "SLURM_DIST_PLANESIZE"), hostfile, err) < 0)
+        goto out;
+    /* The node's global ranks, from slurmstepd itself. */
+    char *gtids = malloc((size_t)local * 11 + 1);
+    if (!gtids) {
+        cohort_fail(err, "out of memory");
+        goto out;
+    }
+    gtids[0] = '\0';
+    for (uint32_t i = 0, g; i < local; i++) {
+        if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &g)) {
+            free(gtids);
+            cohort_fail(err, "slurmstepd did not give the global id of local task %u", i);
+            goto out;
+        }
+        sprintf(gtids + strlen(gtids), "%s%u", i ? "," : "", g);
+    }
+    rc = step_set_node(&step, nodeid, gtids, err);
+    free(gtids);
+    if (rc < 0 || (rc = step_set_resv_ports(&step, envlist_get(&env, "SLURM_STEP_RESV_PORTS"),
+                                            err)) < 0 ||
+        (rc = step_set_cpu_bind(&step, envlist_get(&env, "SLURM_CPU_BIND_TYPE"),
+                                envlist_get(&env, "SLURM_CPU_BIND_LIST"), err)) < 0)
+        goto out;
+    rc = topology_load(args.topology[0] ? args.topology : NULL, true, &topo, err);
+    if (rc == 0)
+        rc = make_plan(sp, err);
+out:
+    free(hostfile);
+    envlist_clear(&env);
+    return rc;
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+    struct cohort_err err;
+    uint32_t stepid = 0;
+    (void)ac;
+    (void)av;
+    mode = PLUGIN_MODE_OFF;
+    if (args_error[0] || !spank_remote(sp))
+        return 0;
+    if (spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
+        stepid >= BATCH_OR_SPECIAL_STEP)
+        return 0; /* the batch script and extern steps are not a parallel step */
+    if (effective_mode(sp, &mode, &err) < 0) {
+        snprintf(setup_error, sizeof setup_error, "%s", err.msg);
+        mode = PLUGIN_MODE_ENV;
+        return 0;
+    }
+    if (mode == PLUGIN_MODE_OFF)
+        return 0;
+    char *v = get_env(sp, "COHORT_VERBOSE");
+    verbose = opt_verbose || (v && strcmp(v, "0") != 0 && *v);
+    free(v);
+    if (setup_node(sp, &err) < 0) {
+        snprintf(setup_error, sizeof setup_error, "%s", err.msg);
+        slurm_error("cohort: job %u: %s", step.job_id, err.msg);
+    }
+    return 0;
+}
+
+/* One warning line in the task; with strict=yes the task fails instead. */
+static int task_problem(const char *what)
+{
+    if (args.strict) {
+        slurm_error("cohort: %s", what);
+        return -1;
+    }
+    fprintf(stderr, "cohort: warning: %s; this task runs without cohort's settings\n", what);
+    return 0;
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+    struct cohort_err err;
+    (void)ac;
+    (void)av;
+    if (mode == PLUGIN_MODE_OFF)
+        return 0;
+    if (setup_error[0])
+        return task_problem(setup_error);
+    int local = 0;
+    uint32_t global = 0;
+    if (spank_get_item(sp, S_TASK_ID, &local) ||
+        spank_get_item(sp, S_TASK_GLOBAL_ID, &global))
+        return task_problem("slurmstepd did not give the task's ids");
+    if (step_set_task(&step, global, (uint32_t)local, &err) < 0)
+        return task_problem(err.msg);
+    /* GPUs are given to the tasks by the gres plugin: plan again only if the
+     * task sees other GPU variables than the node plan was made with. */
+    char seen[sizeof planned_gpus] = "";
+    for (size_t i = 0; i < sizeof gpu_vars / sizeof *gpu_vars; i++) {
+        char *v = get_env(sp, gpu_vars[i]);
+        size_t len = strlen(seen);
+        snprintf(seen + len, sizeof seen - len, "%s;", v ? v : "");
+        free(v);
+    }
+    if (strcmp(seen, planned_gpus) != 0 && make_plan(sp, &err) < 0)
+        return task_problem(err.msg);
+    const struct cohort_task_plan *t = &plan->tasks[local];
+    for (size_t i = 0; i < t->env.n; i++)
+        if (spank_setenv(sp, t->env.names[i], t->env.values[i], 1) != ESPANK_SUCCESS)
+            return task_problem("cannot set the task's variables");
+    char note[1024] = "";
+    if (mode != PLUGIN_MODE_ENV &&
+        apply_binding(topo, t, args.membind, note, sizeof note, &err) < 0 &&
+        task_problem(err.msg) < 0)
+        return -1;
+    if (verbose) {
+        char line[2048];
+        plan_line(line, sizeof line, plan, topo, (uint32_t)local);
+        fprintf(stderr, "%s%s%s\n", line, note[0] ? "; " : "", note);
+        for (unsigned i = 0; local == 0 && i < plan->n_notes; i++)
+            fprintf(stderr, "cohort: note: %s\n", plan->notes[i]);
+    }
+    return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+    (void)sp;
+    (void)ac;
+    (void)av;
+    plan_free(plan);
+    plan = NULL;
+    topology_free(topo);
+    topo = NULL;
+    step_free(&step);
+    return 0;
+}
