@@ -144,16 +144,31 @@ static int effective_mode(spank_t sp, enum cohort_plugin_mode *m, struct cohort_
     return rc;
 }
 
-/* srun: check the mode and give the step its secret. */
-static int local_post_opt(spank_t sp)
+/* srun, before the allocation: a bad mode fails srun with one line. */
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
     struct cohort_err err;
     enum cohort_plugin_mode m;
+    (void)ac;
+    (void)av;
+    if (args_error[0] || spank_context() != S_CTX_LOCAL)
+        return 0;
     if (effective_mode(sp, &m, &err) < 0) {
         slurm_error("cohort: %s", err.msg);
         return -1;
     }
-    if (m == PLUGIN_MODE_OFF || getenv("COHORT_SECRET"))
+    return 0;
+}
+
+/* srun, just before launch: give the step its secret (never printed). */
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
+{
+    struct cohort_err err;
+    enum cohort_plugin_mode m;
+    (void)ac;
+    (void)av;
+    if (args_error[0] || effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF ||
+        getenv("COHORT_SECRET"))
         return 0;
     unsigned char raw[32];
     char hex[2 * sizeof raw + 1];
@@ -171,18 +186,10 @@ static int local_post_opt(spank_t sp)
     }
     for (size_t i = 0; i < sizeof raw; i++)
         snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    if (spank_setenv(sp, "COHORT_SECRET", hex, 0) != ESPANK_SUCCESS)
+    /* srun refuses spank_setenv here; it passes its own environment on. */
+    if (setenv("COHORT_SECRET", hex, 0) != 0)
         slurm_error("cohort: cannot pass the step secret to the tasks");
     return 0;
-}
-
-int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
-{
-    (void)ac;
-    (void)av;
-    if (args_error[0] || spank_context() != S_CTX_LOCAL)
-        return 0;
-    return local_post_opt(sp);
 }
 
 /* Plans the node with the GPU variables as the job shows them now. */
@@ -330,14 +337,15 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     return 0;
 }
 
-/* One warning line in the task; with strict=yes the task fails instead. */
-static int task_problem(const char *what)
+/* One warning line in the task saying what it runs without; with strict=yes
+ * the task fails instead. */
+static int task_problem(const char *what, const char *without)
 {
     if (args.strict) {
         slurm_error("cohort: %s", what);
         return -1;
     }
-    fprintf(stderr, "cohort: warning: %s; this task runs without cohort's settings\n", what);
+    fprintf(stderr, "cohort: warning: %s; this task runs without %s\n", what, without);
     return 0;
 }
 
@@ -349,14 +357,14 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     if (mode == PLUGIN_MODE_OFF)
         return 0;
     if (setup_error[0])
-        return task_problem(setup_error);
+        return task_problem(setup_error, "cohort's settings");
     int local = 0;
     uint32_t global = 0;
     if (spank_get_item(sp, S_TASK_ID, &local) ||
         spank_get_item(sp, S_TASK_GLOBAL_ID, &global))
-        return task_problem("slurmstepd did not give the task's ids");
+        return task_problem("slurmstepd did not give the task's ids", "cohort's settings");
     if (step_set_task(&step, global, (uint32_t)local, &err) < 0)
-        return task_problem(err.msg);
+        return task_problem(err.msg, "cohort's settings");
     /* GPUs are given to the tasks by the gres plugin: plan again only if the
      * task sees other GPU variables than the node plan was made with. */
     char seen[sizeof planned_gpus] = "";
@@ -367,15 +375,15 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         free(v);
     }
     if (strcmp(seen, planned_gpus) != 0 && make_plan(sp, &err) < 0)
-        return task_problem(err.msg);
+        return task_problem(err.msg, "cohort's settings");
     const struct cohort_task_plan *t = &plan->tasks[local];
     for (size_t i = 0; i < t->env.n; i++)
         if (spank_setenv(sp, t->env.names[i], t->env.values[i], 1) != ESPANK_SUCCESS)
-            return task_problem("cannot set the task's variables");
+            return task_problem("cannot set the task's variables", "some of them");
     char note[1024] = "";
     if (mode != PLUGIN_MODE_ENV &&
         apply_binding(topo, t, args.membind, note, sizeof note, &err) < 0 &&
-        task_problem(err.msg) < 0)
+        task_problem(err.msg, "that binding") < 0)
         return -1;
     if (verbose) {
         char line[2048];

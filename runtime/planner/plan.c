@@ -209,21 +209,25 @@ static int collect_gpus(struct gpu_work *w, const struct cohort_step *step,
     w->gpus = calloc(w->n, sizeof *w->gpus);
     if (!w->gpus)
         return -1;
+    char unknown[256] = "";
     for (unsigned i = 0; i < w->n; i++) {
         struct cohort_task_gpu *g = &w->gpus[i];
         if (step->gpus_given) {
             g->gres = step->gpus[i];
             g->cuda = step->gpu_cuda[i];
             g->topo = (unsigned)g->gres < topo->n_gpus ? g->gres : -1;
-            if (g->topo < 0)
-                add_note(p,
-                         "GPU %d of the step is not among the %u NVIDIA GPUs hwloc "
-                         "found; its locality is unknown",
-                         g->gres, topo->n_gpus);
+            size_t len = strlen(unknown);
+            if (g->topo < 0 && len < sizeof unknown - 16)
+                snprintf(unknown + len, sizeof unknown - len, "%s%d", len ? "," : "", g->gres);
         } else {
             *g = (struct cohort_task_gpu){(int)i, (int)i, (int)i};
         }
     }
+    if (unknown[0])
+        add_note(p,
+                 "GPU(s) %s of the step are not among the %u NVIDIA GPUs hwloc found; "
+                 "their locality is unknown",
+                 unknown, topo->n_gpus);
     return 0;
 }
 

@@ -143,9 +143,11 @@ int step_set_layout(struct cohort_step *s, const char *nodelist, const char *num
     return 0;
 }
 
-/* Comma-separated uint32 list "a,b-c" into a malloc'd array. */
-static int parse_index_list(const char *name, const char *text, uint32_t max,
-                            uint32_t **out, uint32_t *n, struct cohort_err *err)
+/* Comma-separated uint32 list "a,b-c" into a malloc'd array: values at most
+ * max_value, at most max_count of them. */
+static int parse_index_list(const char *name, const char *text, uint32_t max_value,
+                            uint32_t max_count, uint32_t **out, uint32_t *n,
+                            struct cohort_err *err)
 {
     *out = NULL;
     *n = 0;
@@ -165,7 +167,7 @@ static int parse_index_list(const char *name, const char *text, uint32_t max,
                 hi = strtoul(p + 1, &end, 10);
                 p = end;
             }
-            if (lo > max || hi > max || hi < lo || hi - lo + 1 > max - at)
+            if (lo > max_value || hi > max_value || hi < lo || hi - lo + 1 > max_count - at)
                 return cohort_fail(err, "%s='%s' lists too many or too large values", name,
                                    text);
             for (unsigned long v = lo; v <= hi; v++, at++)
@@ -205,8 +207,8 @@ int step_set_node(struct cohort_step *s, uint32_t node_id, const char *gtids,
     s->node_ranks = NULL;
     if (gtids) {
         uint32_t n;
-        if (parse_index_list("SLURM_GTIDS", gtids, s->num_tasks - 1, &s->node_ranks, &n,
-                             err) < 0)
+        if (parse_index_list("SLURM_GTIDS", gtids, s->num_tasks - 1, s->num_tasks,
+                             &s->node_ranks, &n, err) < 0)
             return -1;
         if (n != want)
             return cohort_fail(err,
@@ -255,7 +257,8 @@ static int cuda_indexes(const char *cvd, uint32_t **out, uint32_t *n)
     struct cohort_err ignored;
     if (!cvd || !*cvd)
         return -1;
-    return parse_index_list("CUDA_VISIBLE_DEVICES", cvd, 1u << 16, out, n, &ignored);
+    return parse_index_list("CUDA_VISIBLE_DEVICES", cvd, 1u << 16, 1u << 16, out, n,
+                            &ignored);
 }
 
 int step_set_gpus(struct cohort_step *s, const char *step_gpus, const char *job_gpus,
@@ -268,7 +271,7 @@ int step_set_gpus(struct cohort_step *s, const char *step_gpus, const char *job_
     s->gpus_given = s->gpus_from_slurm = false;
     s->n_gpus = 0;
     if (list && *list) {
-        if (parse_index_list(name, list, 1u << 16, &gres, &n, err) < 0)
+        if (parse_index_list(name, list, 1u << 16, 1u << 16, &gres, &n, err) < 0)
             return -1;
         s->gpus_from_slurm = true;
     } else if (cuda_visible && *cuda_visible) {

@@ -187,6 +187,10 @@ int main(void)
                            "SLURM_GTIDS=1,3", "SLURM_NODEID=1", "SLURM_PROCID=3",
                            "SLURM_LOCALID=1", NULL};
     check("SLURM_GTIDS", gtids, NULL, COHORT_MODE_TRAIN, "RANK=3 LOCAL_RANK=1");
+    const char *gtid1[] = {STEP("n1", "1", "1"), "SLURM_GTIDS=0", "SLURM_NODEID=0",
+                           "SLURM_PROCID=0", "SLURM_LOCALID=0", NULL};
+    check("SLURM_GTIDS of a one-task step", gtid1, NULL, COHORT_MODE_TRAIN,
+          "RANK=0 WORLD_SIZE=1 LOCAL_WORLD_SIZE=1");
 
     /* GPUs: infer mode, 2 tasks per GPU; constrained devices (CUDA numbers
      * them 0..n-1 while gres indexes are 4-7). */
