@@ -36,6 +36,11 @@ tests_fuzz_fuzz_hostlist_replay_SOURCES = tests/fuzz/fuzz_hostlist.c tests/fuzz/
 tests_fuzz_fuzz_hostlist_replay_CPPFLAGS = $(AM_CPPFLAGS) -DCORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus"'
 tests_fuzz_fuzz_hostlist_replay_LDADD = $(UNIT_LDADD)
 
+check_PROGRAMS += tests/unit/test_plugin_args
+TESTS += tests/unit/test_plugin_args
+tests_unit_test_plugin_args_SOURCES = tests/unit/test_plugin_args.c plugin/plugin_args.c
+tests_unit_test_plugin_args_LDADD = runtime/apply/libcohort_apply.la $(UNIT_LDADD)
+
 if HAVE_LIBSLURM
 check_PROGRAMS += tests/unit/test_hostlist_slurm
 TESTS += tests/unit/test_hostlist_slurm
