@@ -52,8 +52,6 @@ static void check_plan(const char *label, const struct cohort_topology *topo,
         step_free(&step);
         return;
     }
-    hwloc_const_bitmap_t all = hwloc_topology_get_complete_cpuset(topo->topo);
-    int pus = hwloc_bitmap_weight(all);
     int inside = 1, disjoint = 1, numa = 1, cvd = 1, spread = 1;
     unsigned *users = calloc(topo->n_gpus, sizeof *users);
     for (unsigned t = 0; t < n; t++) {
@@ -96,7 +94,6 @@ static void check_plan(const char *label, const struct cohort_topology *topo,
     ok(cvd, "%s %s x%u: CUDA_VISIBLE_DEVICES puts the own GPU at %s", label, mode_name(mode),
        per_gpu, mode == COHORT_MODE_TRAIN ? "LOCAL_RANK" : "0, alone");
     ok(spread, "%s %s x%u: %u task(s) on every GPU", label, mode_name(mode), per_gpu, per_gpu);
-    (void)pus;
     free(users);
     plan_free(p);
     step_free(&step);
