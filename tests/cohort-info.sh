@@ -4,11 +4,7 @@
 # with a non-zero exit for each kind of bad input. Emits TAP.
 info="$COHORT_BUILDDIR/runtime/tools/cohort-info"
 fx="$COHORT_SRCDIR/tests/fixtures"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-n=0
-fails=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails + 1)); fi; }
+. "$COHORT_SRCDIR/tests/tap.sh"
 
 cat >"$tmp/env" <<EOV
 SLURM_JOB_ID=77
@@ -105,5 +101,4 @@ bad "use --all" --env "$tmp/env-node" --topology "$fx/dgx-a100.xml"
 "$info" --env "$tmp/env-node" --topology "$fx/dgx-a100.xml" --all --format env | grep -c '^RANK=' | grep -qx 8
 ok $? "without a task, --all still plans the node"
 
-echo "1..$n"
-test $fails -eq 0
+tap_done

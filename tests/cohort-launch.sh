@@ -4,11 +4,7 @@
 # command against the plan, a foreign topology cache, and its errors. TAP.
 launch="$COHORT_BUILDDIR/runtime/tools/cohort-launch"
 fx="$COHORT_SRCDIR/tests/fixtures"
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-n=0
-fails=0
-ok() { n=$((n + 1)); if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fails=$((fails + 1)); fi; }
+. "$COHORT_SRCDIR/tests/tap.sh"
 step() { # step NTASKS RANK CMD...: CMD as task RANK of a one-node step on this host
     ntasks=$1 rank=$2
     shift 2
@@ -55,5 +51,4 @@ bad "memory binding 'all'" 1 step 1 0 "$launch" --membind all -- true
 bad "SLURM_STEP_TASKS_PER_NODE" 1 env SLURM_JOB_ID=5 SLURM_STEP_ID=1 SLURM_STEP_NODELIST=n1 \
     SLURM_STEP_NUM_TASKS=2 SLURM_STEP_TASKS_PER_NODE='2(x' SLURM_NODEID=0 "$launch" -- true
 
-echo "1..$n"
-test $fails -eq 0
+tap_done

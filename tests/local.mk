@@ -22,7 +22,7 @@ check_PROGRAMS += tests/unit/test_hostlist tests/unit/test_tasks_per_node \
 TESTS += tests/unit/test_hostlist tests/unit/test_tasks_per_node \
 	tests/unit/test_ports tests/unit/test_step tests/unit/test_plan \
 	tests/fuzz/fuzz_hostlist_replay tests/cohort-info.sh tests/cohort-launch.sh
-EXTRA_DIST += tests/lsan.supp tests/cohort-info.sh tests/cohort-launch.sh tests/fuzz/run-libfuzzer.sh tests/fuzz/corpus
+EXTRA_DIST += tests/tap.sh tests/lsan.supp tests/cohort-info.sh tests/cohort-launch.sh tests/fuzz/run-libfuzzer.sh tests/fuzz/corpus
 
 tests_unit_test_hostlist_LDADD = $(UNIT_LDADD)
 tests_unit_test_tasks_per_node_LDADD = $(UNIT_LDADD)
