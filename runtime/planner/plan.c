@@ -68,6 +68,17 @@ void plan_free(struct cohort_node_plan *p)
     free(p);
 }
 
+const char *plan_task_var(const struct cohort_task_plan *t, const char *name)
+{
+    const char *v = envlist_get(&t->env, name);
+    return v ? v : envlist_get(&t->kept, name);
+}
+
+const char *plan_gpu_pci(const struct cohort_topology *topo, const struct cohort_task_gpu *g)
+{
+    return g->topo >= 0 ? topo->gpus[g->topo].pci_id : NULL;
+}
+
 /* --- GPUs ------------------------------------------------------------- */
 
 /* A unit is what one task is given: a group of GPUs (tasks <= GPUs) or one
@@ -358,9 +369,9 @@ static int task_env(struct cohort_task_plan *t, const struct cohort_node_plan *p
     rc |= putf(t, env, "COHORT_MODE", "%s", mode_name(p->mode));
     rc |= putf(t, env, "COHORT_BOOTSTRAP_PORT", "%u", t->bootstrap_port);
     for (unsigned i = 0; i < t->n_gpus; i++) {
+        const char *pci = plan_gpu_pci(topo, &t->gpus[i]);
         size_t len = strlen(gpus);
-        snprintf(gpus + len, sizeof gpus - len, "%s%s", i ? "," : "",
-                 t->gpus[i].topo >= 0 ? topo->gpus[t->gpus[i].topo].pci_id : "unknown");
+        snprintf(gpus + len, sizeof gpus - len, "%s%s", i ? "," : "", pci ? pci : "unknown");
     }
     if (t->n_gpus)
         rc |= putf(t, env, "COHORT_GPUS", "%s", gpus);

@@ -68,4 +68,11 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
               struct cohort_node_plan **out, struct cohort_err *err);
 void plan_free(struct cohort_node_plan *p);
 
+/* The value the task ends up with for name: set by the plan, or the user's
+ * kept value; NULL when neither. */
+const char *plan_task_var(const struct cohort_task_plan *t, const char *name);
+
+/* The GPU's PCI bus id, or NULL when hwloc did not see it. */
+const char *plan_gpu_pci(const struct cohort_topology *topo, const struct cohort_task_gpu *g);
+
 #endif

@@ -10,12 +10,9 @@ void plan_line(char *buf, size_t len, const struct cohort_node_plan *p,
     char cpus[1024], numa[128];
     hwloc_bitmap_list_snprintf(cpus, sizeof cpus, t->cpuset);
     hwloc_bitmap_list_snprintf(numa, sizeof numa, t->nodeset);
-    const char *gpu = "none";
-    if (t->n_gpus)
-        gpu = t->gpus[0].topo >= 0 ? topo->gpus[t->gpus[0].topo].pci_id : "unknown";
-    const char *cvd = envlist_get(&t->env, "CUDA_VISIBLE_DEVICES");
-    if (!cvd)
-        cvd = envlist_get(&t->kept, "CUDA_VISIBLE_DEVICES");
+    const char *pci = t->n_gpus ? plan_gpu_pci(topo, &t->gpus[0]) : NULL;
+    const char *gpu = !t->n_gpus ? "none" : pci ? pci : "unknown";
+    const char *cvd = plan_task_var(t, "CUDA_VISIBLE_DEVICES");
     snprintf(buf, len,
              "cohort: rank %u/%u node %u/%u local %u/%u gpu %s cuda %d visible %s cpus %s "
              "numa %s omp %u master %s:%u mode %s",

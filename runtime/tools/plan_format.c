@@ -17,12 +17,6 @@ int plan_format_parse(const char *text, enum plan_format *out, struct cohort_err
     return 0;
 }
 
-static const char *gpu_pci(const struct cohort_topology *topo,
-                           const struct cohort_task_gpu *g)
-{
-    return g->topo >= 0 ? topo->gpus[g->topo].pci_id : NULL;
-}
-
 static json_t *task_json(const struct cohort_task_plan *t, const struct cohort_node_plan *p,
                          const struct cohort_topology *topo)
 {
@@ -30,7 +24,7 @@ static json_t *task_json(const struct cohort_task_plan *t, const struct cohort_n
     json_t *gpus = json_array(), *numa = json_array(), *env = json_object(),
            *kept = json_object();
     for (unsigned i = 0; i < t->n_gpus; i++) {
-        const char *pci = gpu_pci(topo, &t->gpus[i]);
+        const char *pci = plan_gpu_pci(topo, &t->gpus[i]);
         json_array_append_new(gpus, pci ? json_string(pci) : json_null());
     }
     unsigned node;
@@ -41,9 +35,7 @@ static json_t *task_json(const struct cohort_task_plan *t, const struct cohort_n
     for (size_t i = 0; i < t->kept.n; i++)
         json_object_set_new(kept, t->kept.names[i], json_string(t->kept.values[i]));
     hwloc_bitmap_list_snprintf(cpus, sizeof cpus, t->cpuset);
-    const char *cvd = envlist_get(&t->env, "CUDA_VISIBLE_DEVICES");
-    if (!cvd)
-        cvd = envlist_get(&t->kept, "CUDA_VISIBLE_DEVICES");
+    const char *cvd = plan_task_var(t, "CUDA_VISIBLE_DEVICES");
     return json_pack("{s:I, s:I, s:I, s:I, s:I, s:s, s:i, s:i, s:o, s:o, s:o, s:s, s:o, "
                      "s:i, s:b, s:o, s:o}",
                      "rank", (json_int_t)t->rank, "local_rank", (json_int_t)t->local_rank,
@@ -102,14 +94,12 @@ static void print_table(FILE *out, const struct cohort_node_plan *p,
         hwloc_bitmap_list_snprintf(cpus, sizeof cpus, t->cpuset);
         hwloc_bitmap_list_snprintf(numa, sizeof numa, t->nodeset);
         if (t->n_gpus) {
-            const char *pci = gpu_pci(topo, &t->gpus[0]);
+            const char *pci = plan_gpu_pci(topo, &t->gpus[0]);
             snprintf(gpu, sizeof gpu, "%s%s", pci ? pci : "unknown",
                      t->n_gpus > 1 ? "+" : "");
             snprintf(cuda, sizeof cuda, "%d", t->cuda_device);
         }
-        const char *cvd = envlist_get(&t->env, "CUDA_VISIBLE_DEVICES");
-        if (!cvd)
-            cvd = envlist_get(&t->kept, "CUDA_VISIBLE_DEVICES");
+        const char *cvd = plan_task_var(t, "CUDA_VISIBLE_DEVICES");
         fprintf(out, "%-6u %-5u %-14s %-5s %-20s %-6s %-24s %-4u %u%s\n", t->rank,
                 t->local_rank, gpu, cuda, cvd ? cvd : "-", numa, cpus, t->omp_threads,
                 t->master_port, t->cpus_from_user ? " (cpus: user's --cpu-bind)" : "");

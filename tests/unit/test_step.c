@@ -42,9 +42,7 @@ static void done(struct result *r)
 /* The calling task's planned value of name (set or kept). */
 static const char *var(const struct result *r, const char *name)
 {
-    const struct cohort_task_plan *t = &r->plan->tasks[r->step.local_rank];
-    const char *v = envlist_get(&t->env, name);
-    return v ? v : envlist_get(&t->kept, name);
+    return plan_task_var(&r->plan->tasks[r->step.local_rank], name);
 }
 
 /* expect: "NAME=VALUE NAME=VALUE ..." */
