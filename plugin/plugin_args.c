@@ -6,11 +6,6 @@
 
 static const char *const mode_names[] = {"off", "env", "train", "infer"};
 
-const char *plugin_mode_name(enum cohort_plugin_mode m)
-{
-    return mode_names[m];
-}
-
 int plugin_mode_parse(const char *text, enum cohort_plugin_mode *out, struct cohort_err *err)
 {
     for (int i = 0; i < 4; i++)

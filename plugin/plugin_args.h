@@ -25,7 +25,6 @@ struct plugin_args {
 
 int plugin_mode_parse(const char *text, enum cohort_plugin_mode *out,
                       struct cohort_err *err);
-const char *plugin_mode_name(enum cohort_plugin_mode m);
 
 /* Parses argv (plugstack.conf's words after the plugin path). */
 int plugin_args_parse(int argc, char **argv, struct plugin_args *out,

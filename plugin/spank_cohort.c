@@ -18,6 +18,7 @@
 #include "plan_line.h"
 #include "plugin_args.h"
 #include "step.h"
+#include "text_file.h"
 #include "topology.h"
 
 SPANK_PLUGIN(cohort, 1);
@@ -110,6 +111,23 @@ static int collect_env(spank_t sp, struct envlist *env, const char *const *names
             return -1;
     }
     return 0;
+}
+
+/* The GPU variables as one string, to tell whether a task sees other ones
+ * than the node plan was made with. */
+static void gpu_key(const struct envlist *env, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof gpu_vars / sizeof *gpu_vars; i++) {
+        const char *v = envlist_get(env, gpu_vars[i]);
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s;", v ? v : "");
+    }
+}
+
+static int set_var(const char *name, const char *value, void *sp)
+{
+    return spank_setenv(sp, name, value, 1) != ESPANK_SUCCESS;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
@@ -207,16 +225,7 @@ static int make_plan(spank_t sp, struct cohort_err *err)
         cohort_fail(err, "out of memory");
         goto out;
     }
-    planned_gpus[0] = '\0';
-    for (size_t i = 0; i < sizeof gpu_vars / sizeof *gpu_vars; i++) {
-        const char *v = envlist_get(&env, gpu_vars[i]);
-        size_t len = strlen(planned_gpus);
-        snprintf(planned_gpus + len, sizeof planned_gpus - len, "%s;", v ? v : "");
-    }
-    free(step.gpus);
-    free(step.gpu_cuda);
-    step.gpus = NULL;
-    step.gpu_cuda = NULL;
+    gpu_key(&env, planned_gpus, sizeof planned_gpus);
     if (step_set_gpus(&step, envlist_get(&env, "SLURM_STEP_GPUS"),
                       envlist_get(&env, "SLURM_JOB_GPUS"),
                       envlist_get(&env, "CUDA_VISIBLE_DEVICES"),
@@ -228,22 +237,6 @@ static int make_plan(spank_t sp, struct cohort_err *err)
 out:
     envlist_clear(&env);
     return rc;
-}
-
-static int read_hostfile(const char *path, char **text, struct cohort_err *err)
-{
-    FILE *f = fopen(path, "r");
-    *text = NULL;
-    if (!f)
-        return cohort_fail(err, "SLURM_HOSTFILE %s cannot be read: %s", path, strerror(errno));
-    size_t cap = 1 << 20;
-    *text = malloc(cap);
-    size_t n = *text ? fread(*text, 1, cap - 1, f) : 0;
-    fclose(f);
-    if (!*text)
-        return cohort_fail(err, "out of memory");
-    (*text)[n] = '\0';
-    return 0;
 }
 
 /* slurmstepd, once per node: the step, the topology, the node's plan. */
@@ -270,8 +263,9 @@ static int setup_node(spank_t sp, struct cohort_err *err)
     if (collect_env(sp, &env, layout_vars, sizeof layout_vars / sizeof *layout_vars) < 0)
         goto out;
     const char *dist = envlist_get(&env, "SLURM_DISTRIBUTION");
-    if (dist && strncmp(dist, "arbitrary", 9) == 0 && envlist_get(&env, "SLURM_HOSTFILE") &&
-        read_hostfile(envlist_get(&env, "SLURM_HOSTFILE"), &hostfile, err) < 0)
+    const char *hostfile_path = envlist_get(&env, "SLURM_HOSTFILE");
+    if (dist && strncmp(dist, "arbitrary", 9) == 0 && hostfile_path &&
+        !(hostfile = read_text_file("SLURM_HOSTFILE", hostfile_path, err)))
         goto out;
     if (step_set_layout(&step, envlist_get(&env, "SLURM_STEP_NODELIST"), count,
                         envlist_get(&env, "SLURM_STEP_TASKS_PER_NODE"), dist,
@@ -367,19 +361,19 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         return task_problem(err.msg, "cohort's settings");
     /* GPUs are given to the tasks by the gres plugin: plan again only if the
      * task sees other GPU variables than the node plan was made with. */
-    char seen[sizeof planned_gpus] = "";
-    for (size_t i = 0; i < sizeof gpu_vars / sizeof *gpu_vars; i++) {
-        char *v = get_env(sp, gpu_vars[i]);
-        size_t len = strlen(seen);
-        snprintf(seen + len, sizeof seen - len, "%s;", v ? v : "");
-        free(v);
-    }
+    char seen[sizeof planned_gpus];
+    struct envlist gpu_env;
+    envlist_init(&gpu_env);
+    int rc = collect_env(sp, &gpu_env, gpu_vars, sizeof gpu_vars / sizeof *gpu_vars);
+    gpu_key(&gpu_env, seen, sizeof seen);
+    envlist_clear(&gpu_env);
+    if (rc < 0)
+        return task_problem("out of memory", "cohort's settings");
     if (strcmp(seen, planned_gpus) != 0 && make_plan(sp, &err) < 0)
         return task_problem(err.msg, "cohort's settings");
     const struct cohort_task_plan *t = &plan->tasks[local];
-    for (size_t i = 0; i < t->env.n; i++)
-        if (spank_setenv(sp, t->env.names[i], t->env.values[i], 1) != ESPANK_SUCCESS)
-            return task_problem("cannot set the task's variables", "some of them");
+    if (apply_env(t, set_var, sp) != 0)
+        return task_problem("cannot set the task's variables", "some of them");
     char note[1024] = "";
     if (mode != PLUGIN_MODE_ENV &&
         apply_binding(topo, t, args.membind, note, sizeof note, &err) < 0 &&

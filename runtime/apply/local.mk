@@ -1,3 +1,5 @@
-## runtime/apply/local.mk - applying a plan to a process (binding).
+## runtime/apply/local.mk - what the shells do beside planning: binding a
+## process, reading input files.
 noinst_LTLIBRARIES += runtime/apply/libcohort_apply.la
-runtime_apply_libcohort_apply_la_SOURCES = runtime/apply/apply.c runtime/apply/apply.h
+runtime_apply_libcohort_apply_la_SOURCES = runtime/apply/apply.c runtime/apply/apply.h \
+	runtime/apply/text_file.c runtime/apply/text_file.h

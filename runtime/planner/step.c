@@ -268,6 +268,10 @@ int step_set_gpus(struct cohort_step *s, const char *step_gpus, const char *job_
     const char *name = step_gpus ? "SLURM_STEP_GPUS" : "SLURM_JOB_GPUS";
     const char *list = step_gpus ? step_gpus : job_gpus;
     uint32_t *gres = NULL, *cuda = NULL, n = 0, n_cuda = 0;
+    free(s->gpus);
+    free(s->gpu_cuda);
+    s->gpus = NULL;
+    s->gpu_cuda = NULL;
     s->gpus_given = s->gpus_from_slurm = false;
     s->n_gpus = 0;
     if (list && *list) {

@@ -87,7 +87,8 @@ int step_set_task(struct cohort_step *s, uint32_t rank, uint32_t local_rank,
 /* SLURM_STEP_RESV_PORTS (may be NULL). */
 int step_set_resv_ports(struct cohort_step *s, const char *text, struct cohort_err *err);
 
-/* GPUs from SLURM_STEP_GPUS, else SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES.
+/* GPUs from SLURM_STEP_GPUS, else SLURM_JOB_GPUS, else CUDA_VISIBLE_DEVICES
+ * (replacing GPUs set by an earlier call).
  * slurm_gpus_on_node tells whether Slurm manages GPUs here (SLURM_GPUS_ON_NODE
  * set), so that a CUDA_VISIBLE_DEVICES without the others is known to be
  * Slurm's rather than the user's. Any may be NULL. */

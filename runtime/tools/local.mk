@@ -8,7 +8,7 @@ runtime_tools_libcohort_tools_la_LIBADD = runtime/planner/libcohort_planner.la $
 
 bin_PROGRAMS += runtime/tools/cohort-info
 runtime_tools_cohort_info_SOURCES = runtime/tools/cohort-info.c
-runtime_tools_cohort_info_LDADD = runtime/tools/libcohort_tools.la
+runtime_tools_cohort_info_LDADD = runtime/tools/libcohort_tools.la runtime/apply/libcohort_apply.la
 
 bin_PROGRAMS += runtime/tools/cohort-launch
 runtime_tools_cohort_launch_SOURCES = runtime/tools/cohort-launch.c

@@ -31,7 +31,4 @@ int task_plan_build(const struct task_plan_request *req, struct task_plan *out,
                     struct cohort_err *err);
 void task_plan_free(struct task_plan *tp);
 
-/* Reads a whole (small) text file; NULL with err filled on failure. */
-char *read_text_file(const char *what, const char *path, struct cohort_err *err);
-
 #endif
