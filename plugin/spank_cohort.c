@@ -6,6 +6,7 @@
  * costs one warning line and the task runs without cohort, unless the admin
  * set strict=yes. */
 #include <errno.h>
+#include <net/if.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "plan.h"
 #include "plan_line.h"
 #include "plugin_args.h"
+#include "route.h"
 #include "step.h"
 #include "text_file.h"
 #include "topology.h"
@@ -38,6 +40,9 @@ static struct cohort_topology *topo;
 static struct cohort_step step;
 static struct cohort_node_plan *plan;
 static char planned_gpus[4096]; /* the GPU variables the plan was made with */
+static char route_ifname[IF_NAMESIZE]; /* the interface to MASTER_ADDR, "" unknown */
+static bool route_loopback;
+static char route_error[COHORT_ERR_LEN]; /* why it is unknown */
 
 static const char *const gpu_vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
                                        "CUDA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE"};
@@ -47,7 +52,8 @@ static const char *const plan_vars[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK", "GROUP_RANK",
     "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR",
     "MASTER_PORT", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "OMP_NUM_THREADS",
-    "COHORT_MODE", "COHORT_BOOTSTRAP_PORT", "COHORT_GPUS", "COHORT_CPUS"};
+    "COHORT_MODE", "COHORT_BOOTSTRAP_PORT", "COHORT_GPUS", "COHORT_CPUS",
+    "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"};
 
 static int opt_cohort_cb(int val, const char *optarg, int remote)
 {
@@ -218,6 +224,7 @@ static int make_plan(spank_t sp, struct cohort_err *err)
     envlist_init(&env);
     policy_init(&pol);
     pol.mode = mode == PLUGIN_MODE_INFER ? COHORT_MODE_INFER : COHORT_MODE_TRAIN;
+    pol.bind = mode != PLUGIN_MODE_ENV;
     pol.ports = args.ports;
     int rc = -1;
     if (collect_env(sp, &env, plan_vars, sizeof plan_vars / sizeof *plan_vars) < 0 ||
@@ -231,6 +238,18 @@ static int make_plan(spank_t sp, struct cohort_err *err)
                       envlist_get(&env, "CUDA_VISIBLE_DEVICES"),
                       envlist_get(&env, "SLURM_GPUS_ON_NODE") != NULL, err) < 0)
         goto out;
+    if (!route_ifname[0] && !route_error[0]) {
+        char master[HOSTLIST_MAX_NAME + 1];
+        struct cohort_err route_err;
+        plan_master_addr(&step, &env, master, sizeof master);
+        if (route_interface(master, route_ifname, sizeof route_ifname, &route_loopback,
+                            &route_err) < 0)
+            snprintf(route_error, sizeof route_error, "%s", route_err.msg);
+    }
+    if (route_ifname[0]) {
+        pol.socket_ifname = route_ifname;
+        pol.socket_ifname_loopback = route_loopback;
+    }
     plan_free(plan);
     plan = NULL;
     rc = plan_node(&step, topo, &pol, &env, &plan, err);
@@ -385,6 +404,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         fprintf(stderr, "%s%s%s\n", line, note[0] ? "; " : "", note);
         for (unsigned i = 0; local == 0 && i < plan->n_notes; i++)
             fprintf(stderr, "cohort: note: %s\n", plan->notes[i]);
+        if (local == 0 && route_error[0])
+            fprintf(stderr, "cohort: note: %s; NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME "
+                            "are left unset\n", route_error);
     }
     return 0;
 }

@@ -38,6 +38,21 @@ env SLURM_JOB_ID=5 SLURM_STEP_ID=1 SLURM_STEP_NODELIST=n1 SLURM_STEP_NUM_TASKS=8
 test "$(cat "$tmp/out")" = "0,1,2,3,4,5,6,7 3" && grep -q '^cohort: rank 3/8 .*gpu 0000:5d:00.0 cuda 3' "$tmp/err"
 ok $? "a multi-GPU topology cache: planned variables and the verbose line"
 
+# The interface that routes to MASTER_ADDR, for NCCL and Gloo.
+MASTER_ADDR=127.0.0.1 step 1 0 "$launch" --membind none --strict -- \
+    sh -c 'echo "$NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"' >"$tmp/out"
+lo=$(ip -o link show 2>/dev/null | awk -F': ' '/LOOPBACK/ {print $2; exit}')
+test "$(cat "$tmp/out")" = "${lo:-lo} ${lo:-lo}"
+ok $? "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME name the route to MASTER_ADDR ($(cat "$tmp/out"))"
+MASTER_ADDR=127.0.0.1 NCCL_SOCKET_IFNAME=^docker step 1 0 "$launch" --membind none -- \
+    sh -c 'echo "$NCCL_SOCKET_IFNAME"' >"$tmp/out"
+test "$(cat "$tmp/out")" = "^docker"
+ok $? "a user's NCCL_SOCKET_IFNAME is kept"
+MASTER_ADDR=no-such-host.invalid step 1 0 "$launch" --verbose --membind none -- \
+    sh -c 'echo "${NCCL_SOCKET_IFNAME-unset}"' >"$tmp/out" 2>"$tmp/err"
+test "$(cat "$tmp/out")" = unset && grep -q "^cohort: note: cannot resolve MASTER_ADDR 'no-such-host.invalid'" "$tmp/err"
+ok $? "an unresolvable MASTER_ADDR leaves them unset, with a note"
+
 bad() {
     want="$1"; wantrc="$2"; shift 2
     "$@" >"$tmp/out" 2>"$tmp/err"

@@ -13,6 +13,9 @@
 void policy_init(struct cohort_policy *p)
 {
     p->mode = COHORT_MODE_TRAIN;
+    p->bind = true;
+    p->socket_ifname = NULL;
+    p->socket_ifname_loopback = false;
     p->ports.lo = PORTS_DEFAULT_LO;
     p->ports.hi = PORTS_DEFAULT_HI;
 }
@@ -31,6 +34,11 @@ int mode_parse(const char *text, enum cohort_mode *out, struct cohort_err *err)
 const char *mode_name(enum cohort_mode m)
 {
     return m == COHORT_MODE_INFER ? "infer" : "train";
+}
+
+const char *plan_mode_name(const struct cohort_node_plan *p)
+{
+    return p->bind ? mode_name(p->mode) : "env";
 }
 
 static void add_note(struct cohort_node_plan *p, const char *fmt, ...)
@@ -366,7 +374,11 @@ static int task_env(struct cohort_task_plan *t, const struct cohort_node_plan *p
         rc |= putf(t, env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
     }
     rc |= putf(t, env, "OMP_NUM_THREADS", "%u", t->omp_threads);
-    rc |= putf(t, env, "COHORT_MODE", "%s", mode_name(p->mode));
+    if (p->socket_ifname[0]) {
+        rc |= putf(t, env, "NCCL_SOCKET_IFNAME", "%s", p->socket_ifname);
+        rc |= putf(t, env, "GLOO_SOCKET_IFNAME", "%s", p->socket_ifname);
+    }
+    rc |= putf(t, env, "COHORT_MODE", "%s", plan_mode_name(p));
     rc |= putf(t, env, "COHORT_BOOTSTRAP_PORT", "%u", t->bootstrap_port);
     for (unsigned i = 0; i < t->n_gpus; i++) {
         const char *pci = plan_gpu_pci(topo, &t->gpus[i]);
@@ -432,6 +444,16 @@ out:
     free(used);
 }
 
+void plan_master_addr(const struct cohort_step *step, const struct envlist *task_env,
+                      char *buf, size_t len)
+{
+    const char *user_addr = envlist_get(task_env, "MASTER_ADDR");
+    if (user_addr)
+        snprintf(buf, len, "%s", user_addr);
+    else
+        layout_task0_host(step, buf, len);
+}
+
 int plan_node(const struct cohort_step *step, const struct cohort_topology *topo,
               const struct cohort_policy *policy, const struct envlist *env,
               struct cohort_node_plan **out, struct cohort_err *err)
@@ -453,11 +475,16 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
     uint16_t master_port, bootstrap_port;
     int rc = -1;
 
-    const char *user_addr = envlist_get(env, "MASTER_ADDR");
-    if (user_addr)
-        snprintf(p->master_addr, sizeof p->master_addr, "%s", user_addr);
-    else
-        layout_task0_host(step, p->master_addr, sizeof p->master_addr);
+    p->bind = policy->bind;
+    plan_master_addr(step, env, p->master_addr, sizeof p->master_addr);
+    if (policy->socket_ifname && policy->socket_ifname_loopback && step->num_nodes > 1)
+        add_note(p,
+                 "MASTER_ADDR %s is reached through the loopback interface %s here; "
+                 "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are left unset (give the "
+                 "host a non-loopback address in /etc/hosts or DNS)",
+                 p->master_addr, policy->socket_ifname);
+    else if (policy->socket_ifname && strlen(policy->socket_ifname) < sizeof p->socket_ifname)
+        snprintf(p->socket_ifname, sizeof p->socket_ifname, "%s", policy->socket_ifname);
     if (ports_for(step, policy, env, &master_port, &bootstrap_port, err) < 0)
         goto fail;
 

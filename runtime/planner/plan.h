@@ -21,7 +21,14 @@ enum cohort_mode {
 
 struct cohort_policy {
     enum cohort_mode mode;
+    bool bind;               /* false: variables only (the plugin's env mode) */
     struct port_range ports; /* range for hashed ports */
+    /* The interface this host reaches MASTER_ADDR through, found by the
+     * shell (route_interface); NULL when unknown. Becomes NCCL_SOCKET_IFNAME
+     * and GLOO_SOCKET_IFNAME unless the user set them; a loopback interface
+     * only when the step has one node. */
+    const char *socket_ifname;
+    bool socket_ifname_loopback;
 };
 
 void policy_init(struct cohort_policy *p);
@@ -52,8 +59,10 @@ struct cohort_task_plan {
 
 struct cohort_node_plan {
     enum cohort_mode mode;
+    bool bind;
     uint32_t node_rank;
     char master_addr[HOSTLIST_MAX_NAME + 1];
+    char socket_ifname[16];         /* "" when the plan sets none */
     uint32_t n_tasks;
     struct cohort_task_plan *tasks; /* by local rank */
     char **notes;                   /* one sentence each: what the plan could not do */
@@ -67,6 +76,14 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
               const struct cohort_policy *policy, const struct envlist *task_env,
               struct cohort_node_plan **out, struct cohort_err *err);
 void plan_free(struct cohort_node_plan *p);
+
+/* The step's MASTER_ADDR as the plan will set it: the user's, else the host
+ * of task 0. Lets a shell find the route to it before planning. */
+void plan_master_addr(const struct cohort_step *step, const struct envlist *task_env,
+                      char *buf, size_t len);
+
+/* The mode as the tasks see it in COHORT_MODE: env, train or infer. */
+const char *plan_mode_name(const struct cohort_node_plan *p);
 
 /* The value the task ends up with for name: set by the plan, or the user's
  * kept value; NULL when neither. */

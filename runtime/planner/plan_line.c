@@ -18,5 +18,5 @@ void plan_line(char *buf, size_t len, const struct cohort_node_plan *p,
              "numa %s omp %u master %s:%u mode %s",
              t->rank, t->world_size, t->node_rank, t->num_nodes, t->local_rank,
              t->local_world_size, gpu, t->cuda_device, cvd ? cvd : "-", cpus, numa,
-             t->omp_threads, p->master_addr, t->master_port, mode_name(p->mode));
+             t->omp_threads, p->master_addr, t->master_port, plan_mode_name(p));
 }

@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct task_plan_request req = {0};
+    struct task_plan_request req = {.find_route = true};
     enum membind_policy mem = MEMBIND_BIND;
     struct cohort_err err;
     int verbose = 0, strict = 0, c;
@@ -75,6 +75,7 @@ int main(int argc, char **argv)
                 return fail(err.msg);
             break;
         case OPT_PORTS: req.port_range = optarg; break;
+        case OPT_STRICT: strict = 1; break;
         case OPT_VERSION: puts("cohort-launch " PACKAGE_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -116,6 +117,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s%s%s\n", line, note[0] ? "; " : "", note);
         for (unsigned i = 0; i < tp.plan->n_notes; i++)
             fprintf(stderr, "cohort: note: %s\n", tp.plan->notes[i]);
+        if (tp.route_error[0])
+            fprintf(stderr, "cohort: note: %s; NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME "
+                            "are left unset\n", tp.route_error);
     }
     task_plan_free(&tp);
     execvp(argv[optind], argv + optind);

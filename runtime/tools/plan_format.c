@@ -59,7 +59,7 @@ static int print_json(FILE *out, const struct cohort_node_plan *p,
         json_array_append_new(tasks, task_json(&p->tasks[i], p, topo));
     for (unsigned i = 0; i < p->n_notes; i++)
         json_array_append_new(notes, json_string(p->notes[i]));
-    json_t *root = json_pack("{s:s, s:o, s:o}", "mode", mode_name(p->mode), "tasks", tasks,
+    json_t *root = json_pack("{s:s, s:o, s:o}", "mode", plan_mode_name(p), "tasks", tasks,
                              "notes", notes);
     int rc = root ? json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     fputc('\n', out);
@@ -84,7 +84,7 @@ static void print_table(FILE *out, const struct cohort_node_plan *p,
 {
     const struct cohort_task_plan *t0 = &p->tasks[first];
     fprintf(out, "node %u of %u, mode %s, %u tasks of %u here, master %s:%u\n",
-            p->node_rank, t0->num_nodes, mode_name(p->mode), p->n_tasks, t0->world_size,
+            p->node_rank, t0->num_nodes, plan_mode_name(p), p->n_tasks, t0->world_size,
             p->master_addr, t0->master_port);
     fprintf(out, "%-6s %-5s %-14s %-5s %-20s %-6s %-24s %-4s %s\n", "RANK", "LOCAL", "GPU",
             "CUDA", "CUDA_VISIBLE_DEVICES", "NUMA", "CPUS", "OMP", "PORT");

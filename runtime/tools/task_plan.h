@@ -18,6 +18,7 @@ struct task_plan_request {
     const char *mode;       /* NULL: $COHORT_MODE, else train */
     const char *port_range; /* NULL: $COHORT_PORT_RANGE, else the default */
     const char *cpus;       /* CPUs the step may use (hwloc list), NULL: all allowed */
+    bool find_route;        /* look up the interface to MASTER_ADDR (a live task) */
 };
 
 struct task_plan {
@@ -25,6 +26,7 @@ struct task_plan {
     struct cohort_step step;
     struct cohort_topology *topo;
     struct cohort_node_plan *plan;
+    char route_error[COHORT_ERR_LEN]; /* why no socket interface was set, or "" */
 };
 
 int task_plan_build(const struct task_plan_request *req, struct task_plan *out,

@@ -18,18 +18,24 @@ struct result {
     int rc;
 };
 
+static void run_policy(struct result *r, const char *const *vars, const char *hostfile,
+                       const struct cohort_policy *pol)
+{
+    memset(r, 0, sizeof *r);
+    envlist_init(&r->env);
+    envlist_from_envp(&r->env, (char *const *)vars);
+    r->rc = step_from_env(&r->step, &r->env, hostfile, &r->err);
+    if (r->rc == 0)
+        r->rc = plan_node(&r->step, topo, pol, &r->env, &r->plan, &r->err);
+}
+
 static void run(struct result *r, const char *const *vars, const char *hostfile,
                 enum cohort_mode mode)
 {
     struct cohort_policy pol;
     policy_init(&pol);
     pol.mode = mode;
-    memset(r, 0, sizeof *r);
-    envlist_init(&r->env);
-    envlist_from_envp(&r->env, (char *const *)vars);
-    r->rc = step_from_env(&r->step, &r->env, hostfile, &r->err);
-    if (r->rc == 0)
-        r->rc = plan_node(&r->step, topo, &pol, &r->env, &r->plan, &r->err);
+    run_policy(r, vars, hostfile, &pol);
 }
 
 static void done(struct result *r)
@@ -43,6 +49,12 @@ static void done(struct result *r)
 static const char *var(const struct result *r, const char *name)
 {
     return plan_task_var(&r->plan->tasks[r->step.local_rank], name);
+}
+
+static int is(const struct result *r, const char *name, const char *want)
+{
+    const char *got = var(r, name);
+    return got && strcmp(got, want) == 0;
 }
 
 /* expect: "NAME=VALUE NAME=VALUE ..." */
@@ -81,6 +93,61 @@ static void fails(const char *label, const char *const *vars, const char *hostfi
     "SLURM_JOB_ID=1234", "SLURM_STEP_ID=0", "SLURM_STEP_NODELIST=" nodes, \
         "SLURM_STEP_NUM_TASKS=" ntasks, "SLURM_STEP_TASKS_PER_NODE=" tpn
 
+/* NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME from the shell's route lookup, and
+ * COHORT_MODE in the plugin's env mode. */
+static void socket_ifname_cases(void)
+{
+    const char *two_nodes[] = {STEP("n[1-2]", "2", "1(x2)"), "SLURM_NODEID=0",
+                               "SLURM_PROCID=0", "SLURM_LOCALID=0", NULL};
+    const char *one_node[] = {STEP("n1", "2", "2"), "SLURM_NODEID=0", "SLURM_PROCID=0",
+                              "SLURM_LOCALID=0", NULL};
+    const char *user_set[] = {STEP("n[1-2]", "2", "1(x2)"), "SLURM_NODEID=0",
+                              "SLURM_PROCID=0", "SLURM_LOCALID=0",
+                              "NCCL_SOCKET_IFNAME=^docker", NULL};
+    struct cohort_policy pol;
+    struct result r;
+    policy_init(&pol);
+    pol.socket_ifname = "eth1";
+    run_policy(&r, two_nodes, NULL, &pol);
+    ok(r.rc == 0 && is(&r, "NCCL_SOCKET_IFNAME", "eth1") &&
+           is(&r, "GLOO_SOCKET_IFNAME", "eth1") && r.plan->n_notes == 0,
+       "the route's interface becomes NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME");
+    done(&r);
+
+    run_policy(&r, user_set, NULL, &pol);
+    ok(r.rc == 0 && is(&r, "NCCL_SOCKET_IFNAME", "^docker") &&
+           envlist_get(&r.plan->tasks[0].kept, "NCCL_SOCKET_IFNAME") &&
+           is(&r, "GLOO_SOCKET_IFNAME", "eth1"),
+       "a user's NCCL_SOCKET_IFNAME is kept, GLOO_SOCKET_IFNAME still set");
+    done(&r);
+
+    pol.socket_ifname = "lo";
+    pol.socket_ifname_loopback = true;
+    run_policy(&r, two_nodes, NULL, &pol);
+    ok(r.rc == 0 && !var(&r, "NCCL_SOCKET_IFNAME") && !var(&r, "GLOO_SOCKET_IFNAME") &&
+           r.plan->n_notes == 1 && strstr(r.plan->notes[0], "loopback"),
+       "a loopback route on a multi-node step sets nothing and says why");
+    done(&r);
+
+    run_policy(&r, one_node, NULL, &pol);
+    ok(r.rc == 0 && is(&r, "GLOO_SOCKET_IFNAME", "lo"),
+       "a loopback route on a one-node step is used");
+    done(&r);
+
+    policy_init(&pol);
+    run_policy(&r, one_node, NULL, &pol);
+    ok(r.rc == 0 && !var(&r, "NCCL_SOCKET_IFNAME") &&
+           is(&r, "COHORT_MODE", "train"),
+       "no route known: no socket interface; COHORT_MODE=train");
+    done(&r);
+
+    pol.bind = false;
+    run_policy(&r, one_node, NULL, &pol);
+    ok(r.rc == 0 && is(&r, "COHORT_MODE", "env"),
+       "variables-only policy: COHORT_MODE=env");
+    done(&r);
+}
+
 int main(void)
 {
     struct cohort_err err;
@@ -94,6 +161,7 @@ int main(void)
     ports_hashed(1234, 0, pol.ports, &hm, &hb);
     char hashed[64];
     snprintf(hashed, sizeof hashed, "MASTER_PORT=%u COHORT_BOOTSTRAP_PORT=%u", hm, hb);
+    socket_ifname_cases();
 
     /* -N2 --ntasks-per-node=4 --gres=gpu:8, task 5 = node 1 local 1 */
     const char *block[] = {STEP("n[1-2]", "8", "4(x2)"), "SLURM_NODEID=1", "SLURM_PROCID=5",
