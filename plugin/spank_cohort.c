@@ -143,7 +143,8 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
     if (plugin_args_parse(ac, av, &args, &err) < 0) {
         snprintf(args_error, sizeof args_error, "%s", err.msg);
         slurm_error("cohort: plugstack.conf: %s; cohort is disabled", err.msg);
-        return 0; /* never fail init: that would drain nodes and break every job */
+        /* never fail init: that would drain nodes and break every job; the
+         * options stay registered so that jobs using them still run */
     }
     for (struct spank_option *o = options; o->name; o++)
         if (spank_option_register(sp, o) != ESPANK_SUCCESS)
@@ -345,7 +346,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     free(v);
     if (setup_node(sp, &err) < 0) {
         snprintf(setup_error, sizeof setup_error, "%s", err.msg);
-        slurm_error("cohort: job %u: %s", step.job_id, err.msg);
+        slurm_verbose("cohort: job %u: %s", step.job_id, err.msg); /* the tasks say it */
     }
     return 0;
 }

@@ -1,4 +1,5 @@
-## tests/local.mk - unit tests (TAP), CLI tests and the hostlist fuzz target.
+## tests/local.mk - unit tests (TAP), CLI tests, the hostlist fuzz target and
+## the plugin under a real Slurm cluster (tests/cluster).
 TEST_EXTENSIONS = .sh
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 SH_LOG_DRIVER = $(LOG_DRIVER)
@@ -47,3 +48,9 @@ TESTS += tests/unit/test_hostlist_slurm
 tests_unit_test_hostlist_slurm_LDADD = $(UNIT_LDADD) $(SLURM_LIBS)
 tests_unit_test_hostlist_slurm_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 endif
+
+# The plugin under real Slurm daemons (skips itself where they cannot run).
+check_PROGRAMS += tests/cluster/probe
+TESTS += tests/slurm-cluster.sh
+EXTRA_DIST += tests/slurm-cluster.sh tests/cluster/cluster.sh tests/cluster/host-init.sh \
+	tests/cluster/ddp_train.py tests/cluster/seed_style.py tests/cluster/yolo_style.py

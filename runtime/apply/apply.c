@@ -25,7 +25,9 @@ int apply_binding(const struct cohort_topology *topo, const struct cohort_task_p
 {
     note[0] = '\0';
     if (!topo->this_system) {
-        snprintf(note, note_len, "the topology is not this machine's; no binding");
+        snprintf(note, note_len, "%s; no binding",
+                 topo->not_this_machine[0] ? topo->not_this_machine
+                                           : "the topology is not this machine's");
         return 1;
     }
     hwloc_const_bitmap_t here = hwloc_topology_get_allowed_cpuset(topo->topo);
@@ -41,7 +43,9 @@ int apply_binding(const struct cohort_topology *topo, const struct cohort_task_p
     }
     if (hwloc_set_cpubind(topo->topo, t->cpuset, HWLOC_CPUBIND_PROCESS) < 0)
         return cohort_fail(err, "binding to CPUs failed: %s", strerror(errno));
-    if (mem == MEMBIND_NONE || hwloc_bitmap_iszero(t->nodeset))
+    /* With one NUMA node there is nothing to choose: leave the policy alone. */
+    if (mem == MEMBIND_NONE || hwloc_bitmap_iszero(t->nodeset) ||
+        hwloc_get_nbobjs_by_type(topo->topo, HWLOC_OBJ_NUMANODE) <= 1)
         return 0;
     hwloc_membind_policy_t pol =
         mem == MEMBIND_INTERLEAVE ? HWLOC_MEMBIND_INTERLEAVE : HWLOC_MEMBIND_BIND;

@@ -17,7 +17,8 @@ enum membind_policy {
 
 int membind_parse(const char *text, enum membind_policy *out, struct cohort_err *err);
 
-/* Binds the calling process to t's CPUs and memory. Returns 0 when bound;
+/* Binds the calling process to t's CPUs and memory (memory only where there
+ * is more than one NUMA node). Returns 0 when bound;
  * 1 when binding does not apply here (the topology is not this machine's,
  * or names CPUs this process may not use), with note saying why; -1 with
  * err when the system refused a binding (e.g. no NUMA support). */

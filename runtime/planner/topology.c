@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PCI_VENDOR_NVIDIA 0x10de
 #define PCI_BASE_CLASS_DISPLAY 0x03
@@ -64,15 +65,12 @@ static int collect_gpus(struct cohort_topology *t, struct cohort_err *err)
     return 0;
 }
 
-int topology_load(const char *xml_path, bool xml_is_this_system,
-                  struct cohort_topology **out, struct cohort_err *err)
+/* Discovers this machine (xml_path NULL) or reads xml_path into t. */
+static int load(struct cohort_topology *t, const char *xml_path, unsigned long flags,
+                struct cohort_err *err)
 {
-    *out = NULL;
-    struct cohort_topology *t = calloc(1, sizeof *t);
-    if (!t || hwloc_topology_init(&t->topo) < 0) {
-        free(t);
+    if (hwloc_topology_init(&t->topo) < 0)
         return cohort_fail(err, "cannot initialise hwloc");
-    }
     /* Only what the plan needs: PCI GPUs and their bridges, no OS devices
      * or misc objects (less to discover, faster to load). */
     hwloc_topology_set_io_types_filter(t->topo, HWLOC_TYPE_FILTER_KEEP_NONE);
@@ -81,32 +79,55 @@ int topology_load(const char *xml_path, bool xml_is_this_system,
     hwloc_topology_set_type_filter(t->topo, HWLOC_OBJ_BRIDGE,
                                    HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     hwloc_topology_set_icache_types_filter(t->topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+    if (xml_path && hwloc_topology_set_xml(t->topo, xml_path) < 0)
+        return cohort_fail(err, "topology file %s is not an hwloc XML topology", xml_path);
+    hwloc_topology_set_flags(t->topo, flags);
+    if (hwloc_topology_load(t->topo) < 0)
+        return cohort_fail(err, "%s%s cannot be loaded by hwloc: %m",
+                           xml_path ? "topology file " : "this machine's topology",
+                           xml_path ? xml_path : "");
+    return 0;
+}
+
+int topology_load(const char *xml_path, bool xml_is_this_system,
+                  struct cohort_topology **out, struct cohort_err *err)
+{
+    *out = NULL;
+    struct cohort_topology *t = calloc(1, sizeof *t);
+    if (!t)
+        return cohort_fail(err, "out of memory reading the topology");
     unsigned long flags = 0;
     if (xml_path) {
         FILE *f = fopen(xml_path, "r");
         if (!f) {
-            topology_free(t);
+            free(t);
             return cohort_fail(err, "topology file %s cannot be read: %m", xml_path);
         }
         fclose(f);
-        if (hwloc_topology_set_xml(t->topo, xml_path) < 0) {
-            topology_free(t);
-            return cohort_fail(err, "topology file %s is not an hwloc XML topology",
-                               xml_path);
-        }
         /* A cache of this machine: binding acts here, and the allowed CPUs
          * and NUMA nodes are the ones the OS gives this process now. */
         if (xml_is_this_system)
             flags |= HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM |
                      HWLOC_TOPOLOGY_FLAG_THISSYSTEM_ALLOWED_RESOURCES;
     }
-    hwloc_topology_set_flags(t->topo, flags);
-    if (hwloc_topology_load(t->topo) < 0) {
-        int rc = cohort_fail(err, "%s%s cannot be loaded by hwloc: %m",
-                             xml_path ? "topology file " : "this machine's topology",
-                             xml_path ? xml_path : "");
+    if (load(t, xml_path, flags, err) < 0) {
         topology_free(t);
-        return rc;
+        return -1;
+    }
+    /* A cache with another number of CPUs than this machine has online is
+     * another machine's: plan with it as it is, bind nothing. */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int in_file = hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(t->topo));
+    if (flags && online > 0 && in_file != online) {
+        snprintf(t->not_this_machine, sizeof t->not_this_machine,
+                 "topology file %s has %d CPUs, this machine %ld", xml_path, in_file,
+                 online);
+        hwloc_topology_destroy(t->topo);
+        t->topo = NULL;
+        if (load(t, xml_path, 0, err) < 0) {
+            topology_free(t);
+            return -1;
+        }
     }
     t->this_system = hwloc_topology_is_thissystem(t->topo);
     if (collect_gpus(t, err) < 0) {

@@ -22,12 +22,15 @@ struct cohort_topology {
     struct cohort_gpu *gpus;
     unsigned n_gpus;
     bool this_system; /* binding through it acts on this machine */
+    /* why a cache given as this machine's is not (another CPU count), or "" */
+    char not_this_machine[COHORT_ERR_LEN];
 };
 
 /* Loads xml_path, or this machine when xml_path is NULL. When
  * xml_is_this_system is set, an XML topology is taken as this machine's (an
  * admin's cache written by `cohort-info --export-topology`), so binding
- * through it works. */
+ * through it works, unless its CPU count differs from this machine's: then
+ * it is planned with as another machine's and not_this_machine says so. */
 int topology_load(const char *xml_path, bool xml_is_this_system,
                   struct cohort_topology **out, struct cohort_err *err);
 void topology_free(struct cohort_topology *t);

@@ -1,0 +1,249 @@
+#!/bin/bash
+# slurm-cluster.sh - the plugin under real Slurm: boots tests/cluster's
+# cluster (slurmctld on "head", slurmd on n1-n3, each its own network
+# namespace) with the freshly built spank_cohort.so, runs jobs through srun,
+# salloc and sbatch, and checks what every task really got. TAP.
+# Skipped with the reason when the machine cannot run the cluster (not
+# root, no namespaces, Slurm not installed) or under the sanitizers (the
+# plugin runs inside slurmstepd, which is not built with them).
+. "$COHORT_SRCDIR/tests/tap.sh"
+cluster="$COHORT_SRCDIR/tests/cluster/cluster.sh"
+plugin="$COHORT_BUILDDIR/plugin/.libs/spank_cohort.so"
+probe="$COHORT_BUILDDIR/tests/cluster/probe"
+info="$COHORT_BUILDDIR/runtime/tools/cohort-info"
+fx="$COHORT_SRCDIR/tests/fixtures"
+scripts="$COHORT_SRCDIR/tests/cluster"
+
+[ -n "${COHORT_SANITIZED:-}" ] && skip_all "the plugin runs in slurmstepd, which is not built with the sanitizers"
+[ -e "$plugin" ] || skip_all "spank_cohort.so was not built (no spank.h)"
+why=$("$cluster" check) || skip_all "no test cluster here: $why"
+
+dir="$COHORT_BUILDDIR/tests/cluster-run"
+"$cluster" down "$dir" >/dev/null 2>&1
+rm -rf "$dir"
+mkdir -p "$dir/etc"
+plugstack() { echo "required $plugin $*" >"$dir/etc/plugstack.conf"; }
+plugstack default=env membind=bind
+"$cluster" up "$dir" 3 "$COHORT_SRCDIR" "$COHORT_BUILDDIR" >"$tmp/up.log" 2>&1 ||
+    bail "the test cluster did not start: $(tail -5 "$tmp/up.log")"
+trap '"$cluster" down "$dir"; rm -rf "$tmp"' EXIT
+work="$dir/work"
+cd "$work" || bail "no $work"
+
+on_head() { "$cluster" exec "$dir" head "$@"; }
+# run OUT CMD...: CMD on the head node, bounded; stdout to OUT, stderr to OUT.err.
+run() {
+    local out=$1
+    shift
+    SLURM_TIMELIMIT=2 on_head timeout 120 "$@" >"$out" 2>"$out.err"
+}
+vars="SLURM_PROCID SLURM_LOCALID SLURM_NODEID SLURM_NTASKS SLURM_STEP_RESV_PORTS RANK
+      WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE NODE_RANK MASTER_ADDR MASTER_PORT
+      CUDA_VISIBLE_DEVICES COHORT_MODE COHORT_CPUS COHORT_SECRET NCCL_SOCKET_IFNAME
+      GLOO_SOCKET_IFNAME"
+# get FILE RANK NAME: the value of NAME in rank RANK's probe line.
+get() { awk -v r="$2" -v n="$3" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = substr($i, length(kv[1]) + 2) } if (f["SLURM_PROCID"] == r) print f[n] }' "$1"; }
+# tasks FILE: "rank:host" of every task, by rank.
+tasks() { awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = substr($i, length(kv[1]) + 2) } print f["SLURM_PROCID"] ":" f["host"] }' "$1" | sort -n | tr '\n' ' '; }
+
+# The torchrun variables against Slurm's own view of the same tasks: RANK,
+# LOCAL_RANK, NODE_RANK, WORLD_SIZE are Slurm's; LOCAL_WORLD_SIZE counts the
+# host's tasks; MASTER_ADDR is task 0's host; MASTER_PORT is one port, the
+# first reserved one. Prints what is wrong, nothing when all is right.
+layout_errors() {
+    awk -v want_port="${2:-}" '
+    { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[NR, kv[1]] = substr($i, length(kv[1]) + 2) }
+      host[NR] = v[NR, "host"]; on[host[NR]]++
+      if (v[NR, "SLURM_PROCID"] == "0") master = host[NR]
+      split(v[NR, "SLURM_STEP_RESV_PORTS"], rp, /[-,]/); ports[v[NR, "MASTER_PORT"]]++; first = rp[1] }
+    END {
+      if (NR == 0) { print "no task ran"; exit }
+      for (r = 1; r <= NR; r++) {
+        t = "task " v[r, "SLURM_PROCID"] " on " host[r] ": "
+        if (v[r, "RANK"] != v[r, "SLURM_PROCID"]) print t "RANK=" v[r, "RANK"]
+        if (v[r, "LOCAL_RANK"] != v[r, "SLURM_LOCALID"]) print t "LOCAL_RANK=" v[r, "LOCAL_RANK"]
+        if (v[r, "NODE_RANK"] != v[r, "SLURM_NODEID"]) print t "NODE_RANK=" v[r, "NODE_RANK"]
+        if (v[r, "WORLD_SIZE"] != NR || v[r, "SLURM_NTASKS"] != NR) print t "WORLD_SIZE=" v[r, "WORLD_SIZE"]
+        if (v[r, "LOCAL_WORLD_SIZE"] != on[host[r]]) print t "LOCAL_WORLD_SIZE=" v[r, "LOCAL_WORLD_SIZE"]
+        if (v[r, "MASTER_ADDR"] != master) print t "MASTER_ADDR=" v[r, "MASTER_ADDR"] ", task 0 is on " master
+      }
+      n = 0; for (p in ports) { n++; port = p }
+      if (n != 1) print "MASTER_PORT differs between tasks"
+      else if (want_port != "" && port != want_port) print "MASTER_PORT=" port ", expected " want_port
+      else if (want_port == "" && port != first) print "MASTER_PORT=" port ", Slurm reserved " first
+    }' "$1"
+}
+# layout LABEL FILE [PORT]: one test of the above.
+layout() {
+    local e
+    e=$(layout_errors "$2" "${3:-}")
+    [ -z "$e" ]
+    ok $? "$1: torchrun variables match Slurm's layout${e:+ ($(echo "$e" | head -3 | tr '\n' ';'))}"
+}
+no_drained() {
+    local bad
+    bad=$(on_head sinfo -h -t drain,down,fail -o '%N %T')
+    [ -z "$bad" ]
+    ok $? "$1: no node drained or down${bad:+ ($bad)}"
+}
+
+# --- layouts -----------------------------------------------------------
+run "$tmp/block" srun -N2 --ntasks-per-node=4 --gres=gpu:8 --cohort=train "$probe" $vars
+ok $? "srun -N2 --ntasks-per-node=4 --gres=gpu:8 runs ($(head -c 300 "$tmp/block.err"))"
+layout "-N2 --ntasks-per-node=4" "$tmp/block"
+test "$(tasks "$tmp/block")" = "0:n1 1:n1 2:n1 3:n1 4:n2 5:n2 6:n2 7:n2 "
+ok $? "-N2 --ntasks-per-node=4: block placement ($(tasks "$tmp/block"))"
+# train mode: all 8 GPUs visible to every task; at index LOCAL_RANK each
+# task of a node finds a GPU of its own.
+owners=$(for r in 0 1 2 3 4 5 6 7; do
+    cvd=$(get "$tmp/block" $r CUDA_VISIBLE_DEVICES) lr=$(get "$tmp/block" $r LOCAL_RANK)
+    [ "$(echo "$cvd" | tr ',' '\n' | sort -u | wc -l)" = 8 ] &&
+        echo "$(get "$tmp/block" $r host):$(echo "$cvd" | cut -d, -f$((lr + 1)))"
+done | sort -u | wc -l)
+test "$owners" = 8
+ok $? "train mode: 8 GPUs visible, device LOCAL_RANK is each task's own (rank 5: $(get "$tmp/block" 5 CUDA_VISIBLE_DEVICES))"
+secret=$(get "$tmp/block" 0 COHORT_SECRET)
+[ ${#secret} = 64 ] && [ "$(awk '{print}' "$tmp/block" | grep -c "COHORT_SECRET=$secret")" = 8 ] &&
+    ! grep -q "$secret" "$tmp/block.err" "$dir"/log/*.log
+ok $? "one 64-hex-digit COHORT_SECRET for every task of the step, in no log"
+test "$(get "$tmp/block" 0 NCCL_SOCKET_IFNAME) $(get "$tmp/block" 5 GLOO_SOCKET_IFNAME)" = "eth0 eth0"
+ok $? "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME: the interface to MASTER_ADDR, on the master's node too"
+
+run "$tmp/uneven" srun -N2 -n7 "$probe" $vars
+layout "-N2 -n7 (uneven)" "$tmp/uneven"
+test "$(tasks "$tmp/uneven")" = "0:n1 1:n1 2:n1 3:n1 4:n1 5:n1 6:n2 "
+ok $? "-N2 -n7: Slurm's 6,1 ($(tasks "$tmp/uneven"))"
+
+run "$tmp/cyclic" srun -N3 -n9 -m cyclic "$probe" $vars
+layout "-N3 -n9 -m cyclic" "$tmp/cyclic"
+test "$(tasks "$tmp/cyclic" | cut -d' ' -f1-3)" = "0:n1 1:n2 2:n3"
+ok $? "-N3 -n9 -m cyclic: ranks 0,1,2 on n1,n2,n3"
+
+printf 'n3\nn3\nn2\nn1\n' >"$work/hostfile"
+SLURM_HOSTFILE="$work/hostfile" run "$tmp/arb" srun -n4 -m arbitrary "$probe" $vars
+layout "-m arbitrary, hostfile n3,n3,n2,n1" "$tmp/arb"
+test "$(tasks "$tmp/arb")" = "0:n3 1:n3 2:n2 3:n1 " && test "$(get "$tmp/arb" 3 MASTER_ADDR)" = n3
+ok $? "-m arbitrary: task 0 on n3, MASTER_ADDR=n3 everywhere ($(tasks "$tmp/arb"))"
+
+# --- the user's choices ------------------------------------------------
+MASTER_PORT=29555 run "$tmp/userport" srun -N2 -n4 "$probe" $vars
+layout "a user's MASTER_PORT" "$tmp/userport" 29555
+
+run "$tmp/off" srun -N2 -n2 --cohort=off "$probe" $vars
+test "$(awk '{print}' "$tmp/off" | grep -c 'RANK=- .*MASTER_ADDR=- MASTER_PORT=- .*COHORT_MODE=- COHORT_CPUS=- COHORT_SECRET=-')" = 2
+ok $? "--cohort=off: the tasks' environment is untouched"
+COHORT_MODE=off run "$tmp/off-env" srun -N1 -n1 "$probe" $vars
+grep -q 'RANK=- .*COHORT_SECRET=-' "$tmp/off-env"
+ok $? "COHORT_MODE=off in the environment: untouched"
+
+all=$(on_head srun -N1 -n1 sh -c 'grep Cpus_allowed_list /proc/self/status' | awk '{print $2}')
+run "$tmp/default" srun -N1 -n2 "$probe" $vars
+test "$(get "$tmp/default" 1 COHORT_MODE) $(get "$tmp/default" 1 RANK) $(get "$tmp/default" 1 affinity)" = "env 1 $all"
+ok $? "a job that did not ask gets the site default (env): variables, no binding"
+
+# --- binding on this machine's own topology ---------------------------
+run "$tmp/bind" srun -N1 -n2 --cohort=train "$probe" $vars
+bind_ok=1
+for r in 0 1; do
+    [ "$(get "$tmp/bind" $r affinity)" = "$(get "$tmp/bind" $r COHORT_CPUS)" ] || bind_ok=0
+done
+test $bind_ok = 1
+ok $? "train: each task's real affinity is its planned CPUs ($(get "$tmp/bind" 0 affinity) / $(get "$tmp/bind" 1 affinity))"
+policy=$(get "$tmp/bind" 0 mempolicy)
+if [ "$(hwloc-calc --number-of NUMAnode machine:0 2>/dev/null)" = 1 ]; then
+    [ "${policy%%:*}" != bind ] && ! grep -q 'binding memory' "$tmp/bind.err"
+    ok $? "one NUMA node here: the memory policy is left alone, no warning ($policy)"
+else
+    numa=$(hwloc-calc --physical --intersect NUMAnode $(get "$tmp/bind" 0 COHORT_CPUS | tr ',' '\n' | sed 's/^/pu:/') 2>/dev/null)
+    test "$policy" = "bind:$numa"
+    ok $? "train: the memory policy binds to the task's NUMA node ($policy, planned $numa)"
+fi
+
+# --- an admin's topology cache of a multi-GPU server ---------------------
+plugstack default=env topology="$fx/dgx-a100.xml"
+run "$tmp/a100" srun -N1 -n8 --gres=gpu:8 --cohort=train --cohort-verbose sh -c \
+    'test "$SLURM_PROCID" = 0 && env | grep ^SLURM_ >slurm.env; exec "$0" "$@"' "$probe" $vars COHORT_GPUS
+"$info" --env "$work/slurm.env" --topology "$fx/dgx-a100.xml" --all --format env >"$tmp/a100.plan" 2>&1
+same=1
+for r in 0 1 2 3 4 5 6 7; do
+    for v in COHORT_GPUS COHORT_CPUS CUDA_VISIBLE_DEVICES; do
+        want=$(awk -v r="# rank $r" -v v="$v" '$0 == r {on = 1; next} /^# rank/ {on = 0} on && index($0, v "=") == 1 {print substr($0, length(v) + 2)}' "$tmp/a100.plan")
+        [ -n "$want" ] && [ "$(get "$tmp/a100" $r $v)" = "$want" ] || same=0
+    done
+done
+test $same = 1
+ok $? "topology=dgx-a100.xml: every task's GPU, CPUs and CUDA_VISIBLE_DEVICES equal cohort-info's plan (rank 0: $(get "$tmp/a100" 0 COHORT_GPUS) $(get "$tmp/a100" 0 COHORT_CPUS))"
+test "$(get "$tmp/a100" 0 affinity)" = "$all" && grep -q '^cohort: rank 0/8 .*; topology file .* has 256 CPUs, this machine [0-9]*; no binding' "$tmp/a100.err"
+ok $? "a foreign topology: binding skipped with a note ($(grep -m1 '^cohort: rank 0/8' "$tmp/a100.err" | sed 's/.*; //'))"
+plugstack default=env membind=bind
+
+# --- allocations: salloc, sbatch, concurrent steps, PMIx -------------------
+mkfifo "$work/meet"
+run "$tmp/two" salloc -N2 --ntasks-per-node=2 bash -c "
+    srun -N1 -n1 --cohort=train sh -c 'echo first \$MASTER_PORT; read x <meet; echo \$x' &
+    srun -N1 -n1 --cohort=train sh -c 'echo second \$MASTER_PORT >meet'
+    wait"
+p1=$(awk '/^first/ {print $2}' "$tmp/two") p2=$(awk '/^second/ {print $2}' "$tmp/two")
+[ -n "$p1" ] && [ -n "$p2" ] && [ "$p1" != "$p2" ]
+ok $? "two steps running at once in one allocation get different ports ($p1, $p2)"
+
+cat >"$work/batch.sh" <<EOF
+#!/bin/sh
+export COHORT_MODE=train
+srun $probe $(echo $vars)
+EOF
+run "$tmp/sbatch" sbatch --wait -N2 --ntasks-per-node=2 -o "$work/batch.out" -e "$work/batch.err" "$work/batch.sh"
+ok $? "sbatch --wait with an inner srun ends well ($(cat "$tmp/sbatch.err" "$work/batch.err" | grep -v 'binding memory' | head -3))"
+layout "sbatch, inner srun" "$work/batch.out"
+test "$(get "$work/batch.out" 3 COHORT_MODE)" = train
+ok $? "COHORT_MODE=train in the batch script reaches the inner step"
+
+run "$tmp/salloc" salloc -N2 --ntasks-per-node=3 --cohort=train srun "$probe" $vars
+layout "salloc --cohort=train, srun" "$tmp/salloc"
+test "$(get "$tmp/salloc" 4 COHORT_MODE)" = train
+ok $? "salloc --cohort=train reaches the step"
+
+run "$tmp/pmix" srun --mpi=pmix -N2 -n4 --cohort=train "$probe" $vars PMIX_RANK
+layout "--mpi=pmix" "$tmp/pmix"
+test "$(get "$tmp/pmix" 3 PMIX_RANK)" = 3
+ok $? "--mpi=pmix: PMIx is there too (PMIX_RANK=$(get "$tmp/pmix" 3 PMIX_RANK))"
+
+# --- unchanged PyTorch -----------------------------------------------------
+if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+    run "$tmp/ddp" srun -N2 --ntasks-per-node=4 --cohort=train /usr/bin/python3 "$scripts/ddp_train.py"
+    sums=$(awk '/^params/ {print $3}' "$tmp/ddp" | sort -u)
+    [ "$(grep -c '^params' "$tmp/ddp")" = 8 ] && [ "$(echo "$sums" | wc -l)" = 1 ]
+    ok $? "PyTorch DDP (gloo, init_process_group without arguments), 2x4: identical parameters on all 8 ranks ($(echo $sums | head -c 80); $(tail -2 "$tmp/ddp.err"))"
+    run "$tmp/seed" srun -N2 -n4 --cohort=train /usr/bin/python3 "$scripts/seed_style.py"
+    [ "$(grep -c '^seed ok' "$tmp/seed")" = 4 ]
+    ok $? "a seed-style script that reads SLURM_* itself runs ($(tail -2 "$tmp/seed.err"))"
+    run "$tmp/yolo" srun -N2 -n4 --cohort=train /usr/bin/python3 "$scripts/yolo_style.py"
+    [ "$(grep -c '^yolo ok' "$tmp/yolo")" = 4 ]
+    ok $? "a YOLOv5-style script reading LOCAL_RANK/RANK/WORLD_SIZE at import runs ($(tail -2 "$tmp/yolo.err"))"
+else
+    skip "PyTorch DDP on 2x4" "python3-torch is not installed (cluster.sh install)"
+fi
+
+# --- bad input: one line, the job's fate as documented, no drained node ---
+run "$tmp/badopt" srun -N1 -n1 --cohort=fast true
+rc=$?
+[ $rc -ne 0 ] && grep -q "cohort: --cohort=fast: .*off, env, train, infer" "$tmp/badopt.err"
+ok $? "a bad --cohort fails srun, naming the choices ($(head -1 "$tmp/badopt.err"))"
+COHORT_MODE=quick run "$tmp/badenv" srun -N1 -n1 true
+[ $? -ne 0 ] && grep -q "COHORT_MODE='quick' is not one of off, env, train, infer" "$tmp/badenv.err"
+ok $? "a bad COHORT_MODE fails srun, naming the choices"
+MASTER_PORT=http run "$tmp/badport" srun -N2 -n2 --cohort=train "$probe" RANK
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c "MASTER_PORT='http'.*runs without" "$tmp/badport.err")" = 2 ] &&
+    [ "$(wc -l <"$tmp/badport.err")" = 2 ]
+ok $? "a malformed MASTER_PORT: one warning line per task, the job still runs ($(head -1 "$tmp/badport.err"))"
+plugstack default=env colour=blue
+run "$tmp/badarg" srun -N2 -n2 --cohort=train "$probe" RANK
+rc=$?
+[ $rc = 0 ] && [ "$(wc -l <"$tmp/badarg.err")" = 1 ] && grep -q "plugstack.conf: .*colour.*cohort is disabled" "$tmp/badarg.err" &&
+    [ "$(grep -c 'RANK=-' "$tmp/badarg")" = 2 ]
+ok $? "an unknown plugstack argument: one line, cohort disabled, the job runs ($(cat "$tmp/badarg.err"))"
+plugstack default=env membind=bind
+no_drained "after every bad input"
+
+tap_done
