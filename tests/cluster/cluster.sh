@@ -134,9 +134,14 @@ up() {
     mkdir -p "$dir" || die "cannot create $dir"
     # Paths under /tmp vanish behind each host's private /tmp unless bound
     # back; keep only the outermost of nested ones.
-    for path in "$dir" "$@"; do
-        case $path in /tmp/?*) shared+=("$path") ;; esac
-    done
+    local path outer known
+    while read -r path; do
+        outer=
+        for known in "${shared[@]}"; do
+            case $path/ in "$known"/*) outer=$known ;; esac
+        done
+        case $path in /tmp/?*) [ -z "$outer" ] && shared+=("$path") ;; esac
+    done < <(printf '%s\n' "$dir" "$@" | awk '{ print length($0), $0 }' | sort -n | cut -d' ' -f2-)
     write_config "$dir" "$nodes"
     p=$(prefix "$dir")
 
