@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "apply.h"
+#include "lean_load.h"
 #include "envlist.h"
 #include "plan.h"
 #include "plan_line.h"
@@ -43,6 +45,14 @@ static char planned_gpus[4096]; /* the GPU variables the plan was made with */
 static char route_ifname[IF_NAMESIZE]; /* the interface to MASTER_ADDR, "" unknown */
 static bool route_loopback;
 static char route_error[COHORT_ERR_LEN]; /* why it is unknown */
+static double setup_ms;                  /* user_init's work on this node */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 static const char *const gpu_vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
                                        "CUDA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE"};
@@ -313,7 +323,7 @@ static int setup_node(spank_t sp, struct cohort_err *err)
         (rc = step_set_cpu_bind(&step, envlist_get(&env, "SLURM_CPU_BIND_TYPE"),
                                 envlist_get(&env, "SLURM_CPU_BIND_LIST"), err)) < 0)
         goto out;
-    rc = topology_load(args.topology[0] ? args.topology : NULL, true, &topo, err);
+    rc = topology_load_lean(args.topology[0] ? args.topology : NULL, true, &topo, err);
     if (rc == 0)
         rc = make_plan(sp, err);
 out:
@@ -344,7 +354,10 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     char *v = get_env(sp, "COHORT_VERBOSE");
     verbose = opt_verbose || (v && strcmp(v, "0") != 0 && *v);
     free(v);
-    if (setup_node(sp, &err) < 0) {
+    double start = now_ms();
+    int rc = setup_node(sp, &err);
+    setup_ms = now_ms() - start;
+    if (rc < 0) {
         snprintf(setup_error, sizeof setup_error, "%s", err.msg);
         slurm_verbose("cohort: job %u: %s", step.job_id, err.msg); /* the tasks say it */
     }
@@ -365,6 +378,7 @@ static int task_problem(const char *what, const char *without)
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
+    double start = now_ms();
     struct cohort_err err;
     (void)ac;
     (void)av;
@@ -402,7 +416,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     if (verbose) {
         char line[2048];
         plan_line(line, sizeof line, plan, topo, (uint32_t)local);
-        fprintf(stderr, "%s%s%s\n", line, note[0] ? "; " : "", note);
+        fprintf(stderr, "%s; node setup %.2f ms, task %.2f ms%s%s\n", line, setup_ms,
+                now_ms() - start, note[0] ? "; " : "", note);
         for (unsigned i = 0; local == 0 && i < plan->n_notes; i++)
             fprintf(stderr, "cohort: note: %s\n", plan->notes[i]);
         if (local == 0 && route_error[0])

@@ -125,6 +125,13 @@ layout "-m arbitrary, hostfile n3,n3,n2,n1" "$tmp/arb"
 test "$(tasks "$tmp/arb")" = "0:n3 1:n3 2:n2 3:n1 " && test "$(get "$tmp/arb" 3 MASTER_ADDR)" = n3
 ok $? "-m arbitrary: task 0 on n3, MASTER_ADDR=n3 everywhere ($(tasks "$tmp/arb"))"
 
+# cohort-launch: the same plan without the plugin (here with it off).
+SLURM_HOSTFILE="$work/hostfile" run "$tmp/launch" srun -n4 -m arbitrary --cohort=off \
+    "$COHORT_BUILDDIR/runtime/tools/cohort-launch" -- "$probe" $vars
+layout "cohort-launch under srun -m arbitrary, plugin off" "$tmp/launch"
+test "$(get "$tmp/launch" 2 MASTER_ADDR) $(get "$tmp/launch" 2 GLOO_SOCKET_IFNAME) $(get "$tmp/launch" 2 COHORT_SECRET)" = "n3 eth0 -"
+ok $? "cohort-launch: MASTER_ADDR n3, GLOO_SOCKET_IFNAME eth0, no secret without the plugin"
+
 # --- the user's choices ------------------------------------------------
 MASTER_PORT=29555 run "$tmp/userport" srun -N2 -n4 "$probe" $vars
 layout "a user's MASTER_PORT" "$tmp/userport" 29555

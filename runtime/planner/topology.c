@@ -83,9 +83,10 @@ static int load(struct cohort_topology *t, const char *xml_path, unsigned long f
         return cohort_fail(err, "topology file %s is not an hwloc XML topology", xml_path);
     hwloc_topology_set_flags(t->topo, flags);
     if (hwloc_topology_load(t->topo) < 0)
-        return cohort_fail(err, "%s%s cannot be loaded by hwloc: %m",
-                           xml_path ? "topology file " : "this machine's topology",
-                           xml_path ? xml_path : "");
+        return xml_path ? cohort_fail(err, "topology file %s is not an hwloc XML topology "
+                                           "hwloc can load (%m)", xml_path)
+                        : cohort_fail(err, "this machine's topology cannot be loaded by "
+                                           "hwloc: %m");
     return 0;
 }
 

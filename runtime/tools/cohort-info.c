@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "hostlist.h"
+#include "lean_load.h"
 #include "plan_format.h"
 #include "task_plan.h"
 
@@ -61,7 +62,7 @@ static int export_topology(const char *path)
 {
     struct cohort_topology *topo;
     struct cohort_err err;
-    if (topology_load(NULL, false, &topo, &err) < 0 || topology_export(topo, path, &err) < 0)
+    if (topology_load_lean(NULL, false, &topo, &err) < 0 || topology_export(topo, path, &err) < 0)
         return fail(err.msg);
     topology_free(topo);
     return 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lean_load.h"
 #include "route.h"
 #include "step_env.h"
 #include "text_file.h"
@@ -73,7 +74,7 @@ int task_plan_build(const struct task_plan_request *req, struct task_plan *tp,
         goto out;
     if (step_from_env(&tp->step, &tp->env, hostfile_text, err) < 0)
         goto out;
-    if (topology_load(req->topology, req->topology_is_this_system, &tp->topo, err) < 0)
+    if (topology_load_lean(req->topology, req->topology_is_this_system, &tp->topo, err) < 0)
         goto out;
     if (req->cpus) {
         hwloc_bitmap_t set = hwloc_bitmap_alloc();

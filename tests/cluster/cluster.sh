@@ -133,7 +133,7 @@ up() {
     [ -e "$dir/run/head.holder.pid" ] && die "$dir already holds a cluster (cluster.sh down $dir)"
     mkdir -p "$dir" || die "cannot create $dir"
     # Paths under /tmp vanish behind each host's private /tmp unless bound
-    # back; keep only the outermost of nested ones.
+    # back; bind the outermost of nested ones, by their real paths.
     local path outer known
     while read -r path; do
         outer=
@@ -141,7 +141,7 @@ up() {
             case $path/ in "$known"/*) outer=$known ;; esac
         done
         case $path in /tmp/?*) [ -z "$outer" ] && shared+=("$path") ;; esac
-    done < <(printf '%s\n' "$dir" "$@" | awk '{ print length($0), $0 }' | sort -n | cut -d' ' -f2-)
+    done < <(readlink -f "$dir" "$@" | awk '{ print length($0), $0 }' | sort -n | cut -d' ' -f2-)
     write_config "$dir" "$nodes"
     p=$(prefix "$dir")
 
