@@ -244,6 +244,12 @@ rc=$?
 [ $rc = 0 ] && [ "$(grep -c "MASTER_PORT='http'.*runs without" "$tmp/badport.err")" = 2 ] &&
     [ "$(wc -l <"$tmp/badport.err")" = 2 ]
 ok $? "a malformed MASTER_PORT: one warning line per task, the job still runs ($(head -1 "$tmp/badport.err"))"
+# Output variables of an outer step left in the environment, malformed.
+SLURM_CPU_BIND_TYPE=mask_cpu: SLURM_CPU_BIND_LIST=0xZZ run "$tmp/badslurm" srun -N1 -n2 --cohort=train "$probe" RANK
+rc=$?
+[ $rc = 0 ] && [ "$(grep -c "SLURM_CPU_BIND_LIST='0xZZ' is malformed.*runs without" "$tmp/badslurm.err")" = 2 ] &&
+    [ "$(wc -l <"$tmp/badslurm.err")" = 2 ] && [ "$(grep -c 'RANK=-' "$tmp/badslurm")" = 2 ]
+ok $? "a malformed SLURM_CPU_BIND_LIST: one line per task naming it, the job runs untouched ($(head -1 "$tmp/badslurm.err"))"
 plugstack default=env colour=blue
 run "$tmp/badarg" srun -N2 -n2 --cohort=train "$probe" RANK
 rc=$?
