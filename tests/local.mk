@@ -54,3 +54,19 @@ check_PROGRAMS += tests/cluster/probe
 TESTS += tests/slurm-cluster.sh
 EXTRA_DIST += tests/slurm-cluster.sh tests/cluster/cluster.sh tests/cluster/host-init.sh \
 	tests/cluster/ddp_train.py tests/cluster/seed_style.py tests/cluster/yolo_style.py
+
+# The runtime's bootstrap: frames, the secret's proofs, the frame decoder's
+# fuzz corpus.
+check_PROGRAMS += tests/unit/test_wire tests/unit/test_auth tests/fuzz/fuzz_wire_replay
+TESTS += tests/unit/test_wire tests/unit/test_auth tests/fuzz/fuzz_wire_replay
+tests_unit_test_wire_LDADD = runtime/bootstrap/libcohort_bootstrap.la
+tests_unit_test_auth_LDADD = runtime/bootstrap/libcohort_bootstrap.la
+tests_fuzz_fuzz_wire_replay_SOURCES = tests/fuzz/fuzz_wire.c tests/fuzz/replay_main.c
+tests_fuzz_fuzz_wire_replay_CPPFLAGS = $(AM_CPPFLAGS) -DCORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus-wire"'
+tests_fuzz_fuzz_wire_replay_LDADD = runtime/bootstrap/libcohort_bootstrap.la
+EXTRA_DIST += tests/fuzz/corpus-wire
+
+# The test cluster's directory (daemons' state and logs, kept after a run
+# for reading when something failed).
+clean-local:
+	rm -rf tests/cluster-run bench-cluster demo-cluster

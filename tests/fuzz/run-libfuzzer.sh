@@ -1,14 +1,21 @@
 #!/bin/sh
-# run-libfuzzer.sh SECONDS - builds the hostlist fuzz target with clang's
-# libFuzzer under ASan+UBSan and runs it for SECONDS over a copy of the corpus.
-# Exit status: libFuzzer's (non-zero when it found a crash or a leak).
+# run-libfuzzer.sh SECONDS [hostlist|wire] - builds a fuzz target (the
+# hostlist parser, default, or the bootstrap's frame decoder) with clang's
+# libFuzzer under ASan+UBSan and runs it for SECONDS over a copy of its
+# corpus. Exit status: libFuzzer's (non-zero when it found a crash or a leak).
 set -e
 secs=${1:-60}
+target=${2:-hostlist}
 src=$(cd "$(dirname "$0")/../.." && pwd)
+case $target in
+hostlist) sources="$src/runtime/planner/hostlist.c" corpus="$src/tests/fuzz/corpus" max_len=256 ;;
+wire) sources="$src/runtime/bootstrap/wire.c" corpus="$src/tests/fuzz/corpus-wire" max_len=4096 ;;
+*) echo "run-libfuzzer.sh: unknown target '$target' (hostlist or wire)" >&2; exit 2 ;;
+esac
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
-    -I"$src/runtime/planner" "$src/tests/fuzz/fuzz_hostlist.c" \
-    "$src/runtime/planner/hostlist.c" "$src/runtime/planner/error.c" -o "$out/fuzz_hostlist"
-cp -r "$src/tests/fuzz/corpus" "$out/corpus"
-"$out/fuzz_hostlist" -max_total_time="$secs" -max_len=256 -print_final_stats=1 "$out/corpus"
+    -I"$src/runtime/planner" -I"$src/runtime/bootstrap" "$src/tests/fuzz/fuzz_$target.c" \
+    $sources "$src/runtime/planner/error.c" -o "$out/fuzz_$target"
+cp -r "$corpus" "$out/corpus"
+"$out/fuzz_$target" -max_total_time="$secs" -max_len="$max_len" -print_final_stats=1 "$out/corpus"

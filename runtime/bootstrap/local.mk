@@ -1,0 +1,9 @@
+## runtime/bootstrap/local.mk - the runtime's bootstrap: frames on the wire
+## and proofs of the step secret (OpenSSL's libcrypto).
+noinst_LTLIBRARIES += runtime/bootstrap/libcohort_bootstrap.la
+runtime_bootstrap_libcohort_bootstrap_la_SOURCES = \
+	runtime/bootstrap/wire.c runtime/bootstrap/wire.h \
+	runtime/bootstrap/auth.c runtime/bootstrap/auth.h
+runtime_bootstrap_libcohort_bootstrap_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
+runtime_bootstrap_libcohort_bootstrap_la_LIBADD = runtime/planner/libcohort_planner.la \
+	$(CRYPTO_LIBS)

@@ -1,0 +1,67 @@
+/* wire.c - bootstrap frame header encoding and checked decoding (wire.h). */
+#include "wire.h"
+
+#include <string.h>
+
+static const uint8_t magic[4] = {'C', 'H', 'R', 'T'};
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void wire_header(uint8_t out[WIRE_HEADER_LEN], enum wire_type type, uint16_t flags,
+                 uint32_t rank, uint32_t len)
+{
+    memcpy(out, magic, 4);
+    out[4] = WIRE_VERSION;
+    out[5] = (uint8_t)type;
+    out[6] = (uint8_t)(flags >> 8);
+    out[7] = (uint8_t)flags;
+    put32(out + 8, len);
+    put32(out + 12, rank);
+}
+
+const char *wire_type_name(enum wire_type t)
+{
+    static const char *const names[] = {"?", "challenge", "hello", "welcome", "up", "down",
+                                        "abort"};
+    return t >= 1 && t <= WIRE_TYPE_MAX ? names[t] : "?";
+}
+
+long wire_decode(const uint8_t *buf, size_t len, uint32_t max_payload, struct wire_frame *f,
+                 struct cohort_err *err)
+{
+    /* Check what has arrived of the header as soon as it arrives, so that
+     * a stranger sending garbage is dropped at its first bytes. */
+    size_t have = len < 4 ? len : 4;
+    if (memcmp(buf, magic, have) != 0)
+        return cohort_fail(err, "not a cohort bootstrap frame (bad magic)");
+    if (len > 4 && buf[4] != WIRE_VERSION)
+        return cohort_fail(err, "bootstrap protocol version %u, this is version %u", buf[4],
+                           WIRE_VERSION);
+    if (len > 5 && (buf[5] < 1 || buf[5] > WIRE_TYPE_MAX))
+        return cohort_fail(err, "unknown bootstrap frame type %u", buf[5]);
+    if (len < WIRE_HEADER_LEN)
+        return 0;
+    uint32_t payload = get32(buf + 8);
+    if (payload > max_payload)
+        return cohort_fail(err, "bootstrap frame of %u bytes is above the limit of %u",
+                           payload, max_payload);
+    if (len - WIRE_HEADER_LEN < payload)
+        return 0;
+    f->type = (enum wire_type)buf[5];
+    f->flags = (uint16_t)(buf[6] << 8 | buf[7]);
+    f->len = payload;
+    f->rank = get32(buf + 12);
+    f->payload = buf + WIRE_HEADER_LEN;
+    return (long)(WIRE_HEADER_LEN + payload);
+}
