@@ -59,12 +59,20 @@ EXTRA_DIST += tests/slurm-cluster.sh tests/cluster/cluster.sh tests/cluster/host
 # fuzz corpus.
 check_PROGRAMS += tests/unit/test_wire tests/unit/test_auth tests/fuzz/fuzz_wire_replay
 TESTS += tests/unit/test_wire tests/unit/test_auth tests/fuzz/fuzz_wire_replay
-tests_unit_test_wire_LDADD = runtime/bootstrap/libcohort_bootstrap.la
-tests_unit_test_auth_LDADD = runtime/bootstrap/libcohort_bootstrap.la
+tests_unit_test_wire_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
+tests_unit_test_auth_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
 tests_fuzz_fuzz_wire_replay_SOURCES = tests/fuzz/fuzz_wire.c tests/fuzz/replay_main.c
 tests_fuzz_fuzz_wire_replay_CPPFLAGS = $(AM_CPPFLAGS) -DCORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus-wire"'
-tests_fuzz_fuzz_wire_replay_LDADD = runtime/bootstrap/libcohort_bootstrap.la
+tests_fuzz_fuzz_wire_replay_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
 EXTRA_DIST += tests/fuzz/corpus-wire
+
+# libcohort's bootstrap with many processes on this machine.
+check_PROGRAMS += tests/bootstrap/spawn tests/bootstrap/boot_check
+TESTS += tests/bootstrap.sh
+EXTRA_DIST += tests/bootstrap.sh
+tests_bootstrap_boot_check_LDADD = runtime/libcohort/libcohort.la
+# no libtool wrapper script: 1024 of them would cost a minute of shell
+tests_bootstrap_boot_check_LDFLAGS = -no-install
 
 # The test cluster's directory (daemons' state and logs, kept after a run
 # for reading when something failed).

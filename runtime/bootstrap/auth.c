@@ -28,13 +28,18 @@ int auth_key_from_hex(const char *name, const char *hex, struct auth_key *key,
     for (size_t i = 0; i < AUTH_KEY_LEN; i++) {
         int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
         if (hi < 0 || lo < 0) {
-            OPENSSL_cleanse(key, sizeof *key);
+            auth_key_clear(key);
             return cohort_fail(err, "%s must be %d hex digits; it holds other characters",
                                name, 2 * AUTH_KEY_LEN);
         }
         key->bytes[i] = (uint8_t)(hi << 4 | lo);
     }
     return 0;
+}
+
+void auth_key_clear(struct auth_key *key)
+{
+    OPENSSL_cleanse(key, sizeof *key);
 }
 
 int auth_nonce(uint8_t out[AUTH_NONCE_LEN], struct cohort_err *err)

@@ -23,6 +23,9 @@ struct auth_key {
 int auth_key_from_hex(const char *name, const char *hex, struct auth_key *key,
                       struct cohort_err *err);
 
+/* Wipes the key from memory. */
+void auth_key_clear(struct auth_key *key);
+
 /* Fills out with AUTH_NONCE_LEN bytes from OpenSSL's CSPRNG. */
 int auth_nonce(uint8_t out[AUTH_NONCE_LEN], struct cohort_err *err);
 

@@ -1,9 +1,10 @@
-## runtime/bootstrap/local.mk - the runtime's bootstrap: frames on the wire
-## and proofs of the step secret (OpenSSL's libcrypto).
+## runtime/bootstrap/local.mk - the runtime's bootstrap: frames on the wire,
+## proofs of the step secret (OpenSSL's libcrypto), the two-level tree.
 noinst_LTLIBRARIES += runtime/bootstrap/libcohort_bootstrap.la
 runtime_bootstrap_libcohort_bootstrap_la_SOURCES = \
 	runtime/bootstrap/wire.c runtime/bootstrap/wire.h \
-	runtime/bootstrap/auth.c runtime/bootstrap/auth.h
+	runtime/bootstrap/auth.c runtime/bootstrap/auth.h \
+	runtime/bootstrap/conn.c runtime/bootstrap/conn.h \
+	runtime/bootstrap/tree.c runtime/bootstrap/tree.h
 runtime_bootstrap_libcohort_bootstrap_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
-runtime_bootstrap_libcohort_bootstrap_la_LIBADD = runtime/planner/libcohort_planner.la \
-	$(CRYPTO_LIBS)
+runtime_bootstrap_libcohort_bootstrap_la_LIBADD = $(CRYPTO_LIBS)

@@ -1,0 +1,46 @@
+/* conn.h - one bootstrap connection: a non-blocking socket with an input
+ * buffer that frames are decoded from and an output queue that is written
+ * as the socket accepts, so that no peer can block another by not
+ * reading. */
+#ifndef COHORT_CONN_H
+#define COHORT_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+struct conn {
+    int fd;                 /* -1: closed */
+    uint32_t rank, node;    /* the peer, once it proved itself */
+    bool ready;             /* authenticated (both ways) */
+    uint8_t nonce[32];      /* the challenge we sent it (as its parent) */
+    uint8_t *in;
+    size_t in_len, in_cap;
+    uint8_t *out;
+    size_t out_len, out_cap;
+};
+
+void conn_init(struct conn *c, int fd);
+void conn_close(struct conn *c);
+
+/* Queues one frame (header + payload). Returns -1 when out of memory. */
+int conn_queue(struct conn *c, enum wire_type type, uint16_t flags, uint32_t rank,
+               const void *payload, uint32_t len);
+
+/* Writes what the socket takes now. Returns 0, or -1 when the peer is gone. */
+int conn_flush(struct conn *c);
+
+/* Reads what has arrived. Returns 0, or -1 when the peer closed or failed
+ * (the bytes read before stay decodable). */
+int conn_fill(struct conn *c, uint32_t max_payload);
+
+/* Decodes the next whole frame from the input: 1 with *f (valid until
+ * conn_consume), 0 when none is complete, -1 with err when the input is not
+ * a frame stream. */
+int conn_next(struct conn *c, uint32_t max_payload, struct wire_frame *f,
+              struct cohort_err *err);
+void conn_consume(struct conn *c, const struct wire_frame *f);
+
+#endif

@@ -1,0 +1,14 @@
+## runtime/libcohort/local.mk - libcohort, the installed runtime library
+## (cohort.h, cohort.pc), exporting only its public API.
+lib_LTLIBRARIES += runtime/libcohort/libcohort.la
+include_HEADERS += runtime/libcohort/cohort.h
+pkgconfig_DATA = runtime/libcohort/cohort.pc
+runtime_libcohort_libcohort_la_SOURCES = runtime/libcohort/cohort.c runtime/libcohort/cohort.h
+runtime_libcohort_libcohort_la_LIBADD = runtime/bootstrap/libcohort_bootstrap.la \
+	runtime/apply/libcohort_apply.la runtime/planner/libcohort_planner.la \
+	$(CRYPTO_LIBS) $(HWLOC_LIBS)
+runtime_libcohort_libcohort_la_LDFLAGS = -version-info 0:0:0 \
+	-Wl,--version-script=$(top_srcdir)/runtime/libcohort/cohort.map
+EXTRA_runtime_libcohort_libcohort_la_DEPENDENCIES = $(top_srcdir)/runtime/libcohort/cohort.map
+EXTRA_DIST += runtime/libcohort/cohort.map
+DISTCLEANFILES = runtime/libcohort/cohort.pc

@@ -1,0 +1,86 @@
+/* boot_check.c - one rank of a bootstrap test: cohort_init, the accessors
+ * against SLURM_*, a 128-byte broadcast from rank 0, an allgather, a
+ * barrier, a broadcast from the last rank, cohort_finalize; prints
+ * "rank R: ok" or "rank R: FAIL: <cohort's message>". The rank named by
+ * COHORT_TEST_VICTIM kills itself (SIGKILL) at COHORT_TEST_DIE_AT: init
+ * (before joining), joined (after cohort_init) or bcast (after the first
+ * broadcast). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cohort.h"
+
+static int env_int(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? atoi(v) : -1;
+}
+
+static void maybe_die(const char *phase)
+{
+    const char *at = getenv("COHORT_TEST_DIE_AT");
+    if (at && strcmp(at, phase) == 0 && env_int("COHORT_TEST_VICTIM") == env_int("SLURM_PROCID"))
+        raise(SIGKILL);
+}
+
+static int failed(struct cohort *c, int rank)
+{
+    printf("rank %d: FAIL: %s\n", rank, cohort_error(c));
+    fflush(stdout);
+    cohort_finalize(c);
+    return 1;
+}
+
+int main(void)
+{
+    int me = env_int("SLURM_PROCID");
+    struct cohort *c;
+    maybe_die("init");
+    if (cohort_init(&c, NULL) != 0)
+        return failed(c, me);
+    int rank = cohort_rank(c), size = cohort_size(c);
+    if (rank != me || size != env_int("SLURM_STEP_NUM_TASKS") ||
+        cohort_local_rank(c) != env_int("SLURM_LOCALID") ||
+        cohort_node_rank(c) != env_int("SLURM_NODEID")) {
+        printf("rank %d: FAIL: accessors disagree with SLURM_*\n", me);
+        return 1;
+    }
+    maybe_die("joined");
+    unsigned char blob[128];
+    for (int i = 0; i < 128; i++)
+        blob[i] = rank == 0 ? (unsigned char)(i * 7 + 3) : 0;
+    if (cohort_bcast(c, blob, sizeof blob, 0) != 0)
+        return failed(c, me);
+    for (int i = 0; i < 128; i++)
+        if (blob[i] != (unsigned char)(i * 7 + 3)) {
+            printf("rank %d: FAIL: broadcast byte %d is %u\n", me, i, blob[i]);
+            return 1;
+        }
+    maybe_die("bcast");
+    unsigned int mine[4] = {(unsigned)rank, (unsigned)rank * 3u, 0xc0ffeeu, (unsigned)size};
+    unsigned int *all = malloc(sizeof mine * (size_t)size);
+    if (!all || cohort_allgather(c, mine, sizeof mine, all) != 0)
+        return failed(c, me);
+    for (int r = 0; r < size; r++)
+        if (all[4 * r] != (unsigned)r || all[4 * r + 1] != (unsigned)r * 3u ||
+            all[4 * r + 2] != 0xc0ffeeu || all[4 * r + 3] != (unsigned)size) {
+            printf("rank %d: FAIL: allgather entry %d is wrong\n", me, r);
+            return 1;
+        }
+    free(all);
+    int last = rank == size - 1 ? 4242 : 0;
+    if (cohort_barrier(c) != 0 || cohort_bcast(c, &last, sizeof last, size - 1) != 0)
+        return failed(c, me);
+    if (last != 4242) {
+        printf("rank %d: FAIL: broadcast from rank %d gave %d\n", me, size - 1, last);
+        return 1;
+    }
+    if (cohort_finalize(c) != 0) {
+        printf("rank %d: FAIL: cohort_finalize\n", me);
+        return 1;
+    }
+    printf("rank %d: ok\n", me);
+    return 0;
+}
