@@ -74,6 +74,16 @@ tests_bootstrap_boot_check_LDADD = runtime/libcohort/libcohort.la
 # no libtool wrapper script: 1024 of them would cost a minute of shell
 tests_bootstrap_boot_check_LDFLAGS = -no-install
 
+TESTS += tests/nccl.sh
+EXTRA_DIST += tests/nccl.sh
+if HAVE_NCCL
+check_PROGRAMS += tests/bootstrap/nccl_check
+tests_bootstrap_nccl_check_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+tests_bootstrap_nccl_check_LDADD = runtime/libcohort/libcohort-nccl.la \
+	runtime/libcohort/libcohort.la $(CUDA_LIBS)
+tests_bootstrap_nccl_check_LDFLAGS = -no-install
+endif
+
 # The test cluster's directory (daemons' state and logs, kept after a run
 # for reading when something failed).
 clean-local:

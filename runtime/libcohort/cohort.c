@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "cohort_internal.h"
 #include "envlist.h"
 #include "layout.h"
 #include "plan.h"
@@ -29,11 +30,11 @@ struct cohort {
     uint32_t local_size;
     char master[HOSTLIST_MAX_NAME + 1];
     struct tree *tree;
+    int timeout_s;
     char error[COHORT_ERR_LEN];
 };
 
-static int fail(struct cohort *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(struct cohort *c, const char *fmt, ...)
+int cohort_internal_fail(struct cohort *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -120,22 +121,23 @@ int cohort_init(struct cohort **out, const struct cohort_opts *opts)
     envlist_init(&env);
     int rc = -1, secs;
     if (envlist_from_envp(&env, environ) < 0) {
-        fail(c, "out of memory");
+        cohort_internal_fail(c, "out of memory");
         goto out;
     }
-    if ((secs = timeout_s(opts, &env, &err)) < 0 || describe_step(c, &env, &port, &err) < 0) {
-        fail(c, "cohort: %s", err.msg);
+    if ((secs = c->timeout_s = timeout_s(opts, &env, &err)) < 0 ||
+        describe_step(c, &env, &port, &err) < 0) {
+        cohort_internal_fail(c, "cohort: %s", err.msg);
         goto out;
     }
     const char *secret = envlist_get(&env, "COHORT_SECRET");
     if (!secret) {
-        fail(c, "cohort: COHORT_SECRET is not set: the cohort plugin sets it for every step "
+        cohort_internal_fail(c, "cohort: COHORT_SECRET is not set: the cohort plugin sets it for every step "
                 "(srun --cohort=env|train|infer); without the plugin, export a random "
                 "secret of 64 hex digits before srun");
         goto out;
     }
     if (auth_key_from_hex("COHORT_SECRET", secret, &key, &err) < 0) {
-        fail(c, "cohort: %s", err.msg);
+        cohort_internal_fail(c, "cohort: %s", err.msg);
         goto out;
     }
     struct tree_layout layout = {
@@ -152,7 +154,7 @@ int cohort_init(struct cohort **out, const struct cohort_opts *opts)
     rc = tree_open(&layout, &key, secs * 1000, &c->tree, &err);
     auth_key_clear(&key);
     if (rc < 0) {
-        fail(c, "cohort: %s", err.msg);
+        cohort_internal_fail(c, "cohort: %s", err.msg);
         goto out;
     }
     rc = cohort_barrier(c); /* everyone joined */
@@ -168,6 +170,11 @@ int cohort_local_size(const struct cohort *c) { return (int)c->local_size; }
 int cohort_node_rank(const struct cohort *c) { return (int)c->step.node_id; }
 int cohort_node_count(const struct cohort *c) { return (int)c->step.num_nodes; }
 
+int cohort_internal_timeout_s(const struct cohort *c)
+{
+    return c->timeout_s > 0 ? c->timeout_s : DEFAULT_TIMEOUT_S;
+}
+
 const char *cohort_error(const struct cohort *c)
 {
     return c ? c->error : "out of memory";
@@ -179,11 +186,11 @@ static int exchange(struct cohort *c, const void *mine, size_t len, const char *
 {
     struct cohort_err err;
     if (!c->tree)
-        return fail(c, "cohort: %s: cohort_init did not succeed", what);
+        return cohort_internal_fail(c, "cohort: %s: cohort_init did not succeed", what);
     if (len > UINT32_MAX / 2)
-        return fail(c, "cohort: %s: %zu bytes is too large", what, len);
+        return cohort_internal_fail(c, "cohort: %s: %zu bytes is too large", what, len);
     if (tree_exchange(c->tree, mine, (uint32_t)len, what, down, down_len, &err) < 0)
-        return fail(c, "cohort: %s", err.msg);
+        return cohort_internal_fail(c, "cohort: %s", err.msg);
     return 0;
 }
 
@@ -206,7 +213,7 @@ int cohort_barrier(struct cohort *c)
 int cohort_bcast(struct cohort *c, void *buf, size_t len, int root)
 {
     if (root < 0 || (uint32_t)root >= c->step.num_tasks)
-        return fail(c, "cohort: cohort_bcast: root %d is not a rank (0-%u)", root,
+        return cohort_internal_fail(c, "cohort: cohort_bcast: root %d is not a rank (0-%u)", root,
                     c->step.num_tasks - 1);
     uint8_t *down;
     uint32_t n;
@@ -215,7 +222,7 @@ int cohort_bcast(struct cohort *c, void *buf, size_t len, int root)
         return -1;
     int rc = 0;
     if (len && (n != 8 + len || get32(down) != (uint32_t)root || get32(down + 4) != len))
-        rc = fail(c, "cohort: cohort_bcast: rank %d sent another length than this rank's %zu",
+        rc = cohort_internal_fail(c, "cohort: cohort_bcast: rank %d sent another length than this rank's %zu",
                   root, len);
     else if (len && !mine)
         memcpy(buf, down + 8, len);
@@ -231,12 +238,12 @@ int cohort_allgather(struct cohort *c, const void *in, size_t len, void *out)
         return -1;
     int rc = 0;
     if (len && n != (uint64_t)c->step.num_tasks * (8 + len))
-        rc = fail(c, "cohort: cohort_allgather: ranks gave different lengths (this one %zu)",
+        rc = cohort_internal_fail(c, "cohort: cohort_allgather: ranks gave different lengths (this one %zu)",
                   len);
     for (uint32_t r = 0; rc == 0 && len && r < c->step.num_tasks; r++) {
         const uint8_t *e = down + (size_t)r * (8 + len);
         if (get32(e) != r || get32(e + 4) != len)
-            rc = fail(c, "cohort: cohort_allgather: ranks gave different lengths (this one "
+            rc = cohort_internal_fail(c, "cohort: cohort_allgather: ranks gave different lengths (this one "
                          "%zu)", len);
         else
             memcpy((uint8_t *)out + (size_t)r * len, e + 8, len);

@@ -3,7 +3,8 @@
 lib_LTLIBRARIES += runtime/libcohort/libcohort.la
 include_HEADERS += runtime/libcohort/cohort.h
 pkgconfig_DATA = runtime/libcohort/cohort.pc
-runtime_libcohort_libcohort_la_SOURCES = runtime/libcohort/cohort.c runtime/libcohort/cohort.h
+runtime_libcohort_libcohort_la_SOURCES = runtime/libcohort/cohort.c runtime/libcohort/cohort.h \
+	runtime/libcohort/cohort_internal.h
 runtime_libcohort_libcohort_la_LIBADD = runtime/bootstrap/libcohort_bootstrap.la \
 	runtime/apply/libcohort_apply.la runtime/planner/libcohort_planner.la \
 	$(CRYPTO_LIBS) $(HWLOC_LIBS)
@@ -12,3 +13,16 @@ runtime_libcohort_libcohort_la_LDFLAGS = -version-info 0:0:0 \
 EXTRA_runtime_libcohort_libcohort_la_DEPENDENCIES = $(top_srcdir)/runtime/libcohort/cohort.map
 EXTRA_DIST += runtime/libcohort/cohort.map
 DISTCLEANFILES = runtime/libcohort/cohort.pc
+
+# NCCL communicators: a library of its own, so that programs without NCCL
+# never load CUDA.
+if HAVE_NCCL
+lib_LTLIBRARIES += runtime/libcohort/libcohort-nccl.la
+include_HEADERS += runtime/libcohort/cohort_nccl.h
+runtime_libcohort_libcohort_nccl_la_SOURCES = runtime/libcohort/cohort_nccl.c \
+	runtime/libcohort/cohort_nccl.h
+runtime_libcohort_libcohort_nccl_la_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
+runtime_libcohort_libcohort_nccl_la_LIBADD = runtime/libcohort/libcohort.la $(CUDA_LIBS)
+runtime_libcohort_libcohort_nccl_la_LDFLAGS = -version-info 0:0:0
+endif
+EXTRA_DIST += runtime/libcohort/cohort_nccl.h runtime/libcohort/cohort_nccl.c

@@ -1,0 +1,24 @@
+#!/bin/sh
+# nccl.sh - cohort_nccl_init. Without a GPU: a clear "no CUDA device" line
+# on every rank. With one: a 1-rank communicator and an allreduce, then 4
+# ranks on the one GPU as 4 hosts (NCCL refuses two ranks of one host on
+# one GPU; a distinct NCCL_HOSTID each makes them distinct hosts). TAP.
+. "$COHORT_SRCDIR/tests/tap.sh"
+spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
+check="$COHORT_BUILDDIR/tests/bootstrap/nccl_check"
+[ -x "$check" ] || skip_all "built without CUDA and NCCL"
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    "$spawn" 2 1 -- "$check" >"$tmp/out" 2>&1
+    [ "$(grep -c 'FAIL: cohort: no CUDA device for rank' "$tmp/out")" = 2 ]
+    ok $? "no GPU: each rank fails with one clear line ($(grep -m1 FAIL "$tmp/out"))"
+    skip "allreduce on a GPU" "no GPU on this machine (nvidia-smi -L finds none)"
+    tap_done
+    exit
+fi
+"$spawn" 1 1 -- "$check" >"$tmp/out" 2>&1
+grep -q '^rank 0: allreduce 1 (expected 1)$' "$tmp/out"
+ok $? "1-rank communicator and allreduce ($(head -1 "$tmp/out"))"
+"$spawn" 4 2 -- sh -c 'NCCL_HOSTID=cohort-test-$SLURM_PROCID exec "$0"' "$check" >"$tmp/out" 2>&1
+[ "$(grep -c 'allreduce 10 (expected 10)$' "$tmp/out")" = 4 ]
+ok $? "4 ranks on one GPU as 4 hosts: allreduce right on all ($(head -1 "$tmp/out"))"
+tap_done
