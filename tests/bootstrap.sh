@@ -31,18 +31,22 @@ for mode in garbage wrong-mac silent; do
     [ $mode = silent ] || { grep -q '^stranger: dropped' "$tmp/out"; ok $? "a stranger sending $mode is dropped"; }
 done
 
-# survivors: every rank but the victim fails, each naming want.
+# survivors: every rank but the victim fails, each naming want. The
+# deadline cases stall a rank after everyone joined, so that no slow start
+# can be mistaken for the victim.
 survivors() { # survivors N NODES VICTIM WANT LABEL [env...]
     count=$1 nodes=$2 victim=$3 want=$4 label=$5
     shift 5
     env COHORT_TIMEOUT=2 COHORT_TEST_VICTIM="$victim" "$@" "$spawn" "$count" "$nodes" -- "$check" >"$tmp/out" 2>"$tmp/err"
     failing=$(grep -c ': FAIL: ' "$tmp/out")
     named=$(grep ': FAIL: ' "$tmp/out" | grep -c -- "$want")
-    lines=$(grep -c . "$tmp/err")
     [ "$failing" = $((count - 1)) ] && [ "$named" = "$failing" ] && ! grep -q 'timeout' "$tmp/out"
     ok $? "$label: all $((count - 1)) survivors fail naming it ($(grep -m1 ': FAIL: ' "$tmp/out"))"
 }
-survivors 8 2 5 "rank 5 (n2) did not join within 2 s" "rank 5 never starts" COHORT_TEST_DIE_AT=init
+survivors 8 2 5 "rank 5 (n2) did not reach cohort_bcast within 2 s" "rank 5 stalls after joining" \
+    COHORT_TEST_DIE_AT=stall
+survivors 64 4 33 "rank 33 (n3) did not reach cohort_bcast within 2 s" "one of 64 stalls" \
+    COHORT_TEST_DIE_AT=stall
 survivors 8 2 5 "rank 5 (n2) closed its bootstrap connection during cohort_bcast" \
     "rank 5 killed after joining" COHORT_TEST_DIE_AT=joined
 survivors 8 2 6 "rank 6 (n2) closed its bootstrap connection during cohort_allgather" \
@@ -50,12 +54,16 @@ survivors 8 2 6 "rank 6 (n2) closed its bootstrap connection during cohort_allga
 survivors 8 2 4 "ranks 4, 5, 6, 7 (n2)\|leader (rank 4 on n2)" "node leader rank 4 killed after joining" \
     COHORT_TEST_DIE_AT=joined
 survivors 8 2 0 "bootstrap root (rank 0 on n1" "the root killed after joining" COHORT_TEST_DIE_AT=joined
-survivors 64 4 33 "rank 33 (n3) did not join" "one of 64 never starts" COHORT_TEST_DIE_AT=init
+# A rank that never starts, or cannot prove itself: the others wait for the
+# deadline (10 s: every other rank has started long before).
+survivors 8 2 5 "rank 5 (n2) did not join within 10 s" "rank 5 never starts" \
+    COHORT_TEST_DIE_AT=init COHORT_TIMEOUT=10
 
-COHORT_TIMEOUT=2 "$spawn" 8 2 --bad-secret 3 -- "$check" >"$tmp/out" 2>&1
-[ "$(grep -c 'rank 3 (n1) did not join within 2 s' "$tmp/out")" = 7 ] &&
+COHORT_TIMEOUT=10 "$spawn" 8 2 --bad-secret 3 -- "$check" >"$tmp/out" 2>&1
+[ "$(grep -c 'rank 3 (n1) did not join within 10 s' "$tmp/out")" = 7 ] &&
     grep -q '^rank 3: FAIL: .*does it hold this step.s COHORT_SECRET' "$tmp/out"
 ok $? "a rank with another secret is refused; the others name it ($(grep -m1 '^rank 3: FAIL' "$tmp/out"))"
+
 bad() { # bad WANT VAR=VALUE...: a one-rank step fails at once with one line
     want=$1
     shift

@@ -42,6 +42,8 @@ long wire_decode(const uint8_t *buf, size_t len, uint32_t max_payload, struct wi
 {
     /* Check what has arrived of the header as soon as it arrives, so that
      * a stranger sending garbage is dropped at its first bytes. */
+    if (len == 0)
+        return 0;
     size_t have = len < 4 ? len : 4;
     if (memcmp(buf, magic, have) != 0)
         return cohort_fail(err, "not a cohort bootstrap frame (bad magic)");

@@ -4,11 +4,13 @@
  * "rank R: ok" or "rank R: FAIL: <cohort's message>". The rank named by
  * COHORT_TEST_VICTIM kills itself (SIGKILL) at COHORT_TEST_DIE_AT: init
  * (before joining), joined (after cohort_init) or bcast (after the first
- * broadcast). */
+ * broadcast); with "stall" it joins, then makes no call for 10 s (the
+ * others' deadline passes first) and is killed by its alarm. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cohort.h"
 
@@ -21,7 +23,14 @@ static int env_int(const char *name)
 static void maybe_die(const char *phase)
 {
     const char *at = getenv("COHORT_TEST_DIE_AT");
-    if (at && strcmp(at, phase) == 0 && env_int("COHORT_TEST_VICTIM") == env_int("SLURM_PROCID"))
+    if (!at || env_int("COHORT_TEST_VICTIM") != env_int("SLURM_PROCID"))
+        return;
+    if (strcmp(phase, "joined") == 0 && strcmp(at, "stall") == 0) {
+        alarm(10);
+        for (;;)
+            pause();
+    }
+    if (strcmp(at, phase) == 0)
         raise(SIGKILL);
 }
 

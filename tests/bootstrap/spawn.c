@@ -9,7 +9,8 @@
  * --stranger: once ranks 0..N-2 run, a process without the secret connects
  * to the root's port and misbehaves (it prints "stranger: dropped" when the
  * root closes it); then the last rank starts. --bad-secret: that rank gets
- * another secret. Everything is killed after 120 s ("spawn: timeout"). */
+ * another secret. Everything is killed after 120 s, or $SPAWN_TIMEOUT
+ * ("spawn: timeout"). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -172,7 +173,8 @@ int main(int argc, char **argv)
     random_hex(other, 32);
     pids = calloc((size_t)n_tasks, sizeof *pids);
     signal(SIGALRM, on_alarm);
-    alarm(120);
+    const char *limit = getenv("SPAWN_TIMEOUT");
+    alarm(limit && atoi(limit) > 0 ? (unsigned)atoi(limit) : 120);
     setvbuf(stdout, NULL, _IOLBF, 0);
     int held = -1;
     for (int r = 0; r < n_tasks; r++) {
