@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: bootstrap.sh BUILDDIR [COHORT_NS] [TCPSTORE_NS]}" && pwd)
 cohort_ns=${2:-64 256 1024 4096}
 store_ns=${3:-64 256}
-make -s -C "$build" bench/boot_bench tests/bootstrap/spawn || exit 1
+make -s -C "$build" bench/boot_bench tests/bootstrap/spawn >/dev/null || exit 1
 spawn="$build/tests/bootstrap/spawn"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -25,16 +25,19 @@ echo "| N | cohort (ms) | root's sockets | TCPStore (ms) | TCPStore / cohort |"
 echo "|---|---|---|---|---|"
 for n in $cohort_ns; do
     nodes=$(( n / 64 > 0 ? n / 64 : 1 ))
+    # appending (O_APPEND): the ranks' lines never overwrite each other
+    : >"$out/cohort.$n"
     SPAWN_TIMEOUT=900 COHORT_TIMEOUT=600 "$spawn" "$n" "$nodes" -- "$build/bench/boot_bench" \
-        >"$out/cohort.$n" 2>"$out/cohort.$n.err"
+        >>"$out/cohort.$n" 2>"$out/cohort.$n.err"
     c=$(span "$out/cohort.$n")
     [ "$(ranks "$out/cohort.$n")" = "$n" ] || c="failed ($(head -c 200 "$out/cohort.$n.err"))"
     sockets=$(awk '/^sockets/ {print $2}' "$out/cohort.$n")
     s="not run"
     ratio="-"
     if [[ " $store_ns " == *" $n "* ]]; then
+        : >"$out/store.$n"
         SPAWN_TIMEOUT=1800 "$spawn" "$n" "$nodes" -- /usr/bin/python3 "$here/tcpstore_rank.py" \
-            >"$out/store.$n" 2>"$out/store.$n.err"
+            >>"$out/store.$n" 2>"$out/store.$n.err"
         s=$(span "$out/store.$n")
         [ "$(ranks "$out/store.$n")" = "$n" ] || s="failed ($(head -c 200 "$out/store.$n.err"))"
         ratio=$(awk -v s="$s" -v c="$c" 'BEGIN { if (c + 0 > 0 && s + 0 > 0) printf "%.1f", s / c; else print "-" }')

@@ -21,7 +21,7 @@ if store.add("arrived", 1) == size:
     store.set("go", b"1")
 store.wait(["go"])
 t1 = time.monotonic_ns()
-print(t0, t1, flush=True)
+os.write(1, f"{t0} {t1}\n".encode())  # one write: the ranks share the file
 if rank == 0:  # the server lives in rank 0: stay until every rank is through
     if store.add("done", 1) < size:
         store.wait(["all-done"])

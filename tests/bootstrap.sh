@@ -13,7 +13,7 @@ all_ok() { # all_ok N NODES [spawn options]: every rank prints ok
     shift 2
     "$spawn" "$count" "$nodes" "$@" -- "$check" >"$tmp/out" 2>"$tmp/err"
     rc=$?
-    [ $rc = 0 ] && [ "$(grep -c ': ok$' "$tmp/out")" = "$count" ]
+    [ $rc = 0 ] && [ "$(grep -c ': ok via tcp$' "$tmp/out")" = "$count" ]
     ok $? "$count ranks on $nodes nodes $*: bcast, allgather, barrier right on every rank ($(tail -1 "$tmp/out"); $(grep -m1 FAIL "$tmp/out"))"
 }
 all_ok 1 1

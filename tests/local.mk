@@ -82,6 +82,10 @@ tests_bootstrap_nccl_check_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_bootstrap_nccl_check_LDADD = runtime/libcohort/libcohort-nccl.la \
 	runtime/libcohort/libcohort.la $(CUDA_LIBS)
 tests_bootstrap_nccl_check_LDFLAGS = -no-install
+# The NCCL example must build (it runs only where there are GPUs).
+check_PROGRAMS += examples/allreduce
+examples_allreduce_CPPFLAGS = $(tests_bootstrap_nccl_check_CPPFLAGS)
+examples_allreduce_LDADD = $(tests_bootstrap_nccl_check_LDADD)
 endif
 
 # The test cluster's directory (daemons' state and logs, kept after a run

@@ -215,6 +215,18 @@ layout "--mpi=pmix" "$tmp/pmix"
 test "$(get "$tmp/pmix" 3 PMIX_RANK)" = 3
 ok $? "--mpi=pmix: PMIx is there too (PMIX_RANK=$(get "$tmp/pmix" 3 PMIX_RANK))"
 
+# --- libcohort's bootstrap across the cluster's hosts ----------------------
+boot="$COHORT_BUILDDIR/tests/bootstrap/boot_check"
+run "$tmp/boot" srun -N3 --ntasks-per-node=3 --cohort=env "$boot"
+[ "$(grep -c ': ok via tcp$' "$tmp/boot")" = 9 ]
+ok $? "libcohort over TCP between 3 hosts (9 ranks, secret from the plugin): bcast, allgather, barrier ($(grep -m1 FAIL "$tmp/boot"; head -c 200 "$tmp/boot.err"))"
+run "$tmp/boot-pmix" srun --mpi=pmix -N2 --ntasks-per-node=2 --cohort=env "$boot"
+[ "$(grep -c ': ok via pmix$' "$tmp/boot-pmix")" = 4 ]
+ok $? "libcohort under srun --mpi=pmix uses PMIx: bcast, allgather, barrier ($(grep -m1 FAIL "$tmp/boot-pmix"; head -c 200 "$tmp/boot-pmix.err"))"
+run "$tmp/boot-off" srun -N2 -n2 --cohort=off "$boot"
+[ "$(grep -c 'FAIL: cohort: COHORT_SECRET is not set' "$tmp/boot-off")" = 2 ]
+ok $? "libcohort without the plugin's secret: one clear line per rank"
+
 # --- unchanged PyTorch -----------------------------------------------------
 if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
     run "$tmp/ddp" srun -N2 --ntasks-per-node=4 --cohort=train /usr/bin/python3 "$scripts/ddp_train.py"

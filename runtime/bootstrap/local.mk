@@ -8,3 +8,10 @@ runtime_bootstrap_libcohort_bootstrap_la_SOURCES = \
 	runtime/bootstrap/tree.c runtime/bootstrap/tree.h
 runtime_bootstrap_libcohort_bootstrap_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
 runtime_bootstrap_libcohort_bootstrap_la_LIBADD = $(CRYPTO_LIBS)
+if HAVE_PMIX
+runtime_bootstrap_libcohort_bootstrap_la_SOURCES += runtime/bootstrap/pmix_boot.c \
+	runtime/bootstrap/pmix_boot.h
+runtime_bootstrap_libcohort_bootstrap_la_CFLAGS += $(PMIX_CFLAGS)
+runtime_bootstrap_libcohort_bootstrap_la_LIBADD += $(PMIX_LIBS)
+endif
+EXTRA_DIST += runtime/bootstrap/pmix_boot.c runtime/bootstrap/pmix_boot.h

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "config.h"
 #include "cohort_internal.h"
 #include "envlist.h"
 #include "layout.h"
@@ -19,6 +20,9 @@
 #include "step_env.h"
 #include "text_file.h"
 #include "tree.h"
+#ifdef HAVE_PMIX
+#include "pmix_boot.h"
+#endif
 
 #define DEFAULT_TIMEOUT_S 120
 
@@ -30,6 +34,9 @@ struct cohort {
     uint32_t local_size;
     char master[HOSTLIST_MAX_NAME + 1];
     struct tree *tree;
+#ifdef HAVE_PMIX
+    struct pmix_boot *pmix;
+#endif
     int timeout_s;
     char error[COHORT_ERR_LEN];
 };
@@ -129,6 +136,28 @@ int cohort_init(struct cohort **out, const struct cohort_opts *opts)
         cohort_internal_fail(c, "cohort: %s", err.msg);
         goto out;
     }
+    const char *boot = envlist_get(&env, "COHORT_BOOTSTRAP");
+    if (boot && strcmp(boot, "tcp") != 0 && strcmp(boot, "pmix") != 0) {
+        cohort_internal_fail(c, "cohort: COHORT_BOOTSTRAP='%s' is not tcp or pmix", boot);
+        goto out;
+    }
+    bool pmix = boot ? strcmp(boot, "pmix") == 0 : envlist_get(&env, "PMIX_NAMESPACE") != NULL;
+    if (pmix) {
+#ifdef HAVE_PMIX
+        if (pmix_boot_open(c->step.rank, c->step.num_tasks, secs, &c->pmix, &err) < 0) {
+            cohort_internal_fail(c, "cohort: %s", err.msg);
+            goto out;
+        }
+        rc = cohort_barrier(c);
+        goto out;
+#else
+        if (boot) {
+            cohort_internal_fail(c, "cohort: COHORT_BOOTSTRAP=pmix, but this libcohort was "
+                                    "built without PMIx");
+            goto out;
+        }
+#endif
+    }
     const char *secret = envlist_get(&env, "COHORT_SECRET");
     if (!secret) {
         cohort_internal_fail(c, "cohort: COHORT_SECRET is not set: the cohort plugin sets it for every step "
@@ -180,18 +209,40 @@ const char *cohort_error(const struct cohort *c)
     return c ? c->error : "out of memory";
 }
 
-/* One exchange; the result's entries in *down. */
-static int exchange(struct cohort *c, const void *mine, size_t len, const char *what,
-                    uint8_t **down, uint32_t *down_len)
+/* One exchange; the result's entries in *down. want: the rank whose block
+ * matters (bcast), WANT_ALL (allgather) or WANT_NONE (barrier). */
+#define WANT_ALL UINT32_MAX
+#define WANT_NONE (UINT32_MAX - 1)
+static int exchange(struct cohort *c, const void *mine, size_t len, uint32_t want,
+                    const char *what, uint8_t **down, uint32_t *down_len)
 {
     struct cohort_err err;
-    if (!c->tree)
-        return cohort_internal_fail(c, "cohort: %s: cohort_init did not succeed", what);
+    *down = NULL;
     if (len > UINT32_MAX / 2)
         return cohort_internal_fail(c, "cohort: %s: %zu bytes is too large", what, len);
+#ifdef HAVE_PMIX
+    if (c->pmix) {
+        if (pmix_boot_exchange(c->pmix, mine, (uint32_t)len, want == WANT_ALL ? UINT32_MAX : want,
+                               what, down, down_len, &err) < 0)
+            return cohort_internal_fail(c, "cohort: %s", err.msg);
+        return 0;
+    }
+#endif
+    (void)want;
+    if (!c->tree)
+        return cohort_internal_fail(c, "cohort: %s: cohort_init did not succeed", what);
     if (tree_exchange(c->tree, mine, (uint32_t)len, what, down, down_len, &err) < 0)
         return cohort_internal_fail(c, "cohort: %s", err.msg);
     return 0;
+}
+
+const char *cohort_bootstrap(const struct cohort *c)
+{
+#ifdef HAVE_PMIX
+    if (c->pmix)
+        return "pmix";
+#endif
+    return c->tree ? "tcp" : "none";
 }
 
 static uint32_t get32(const uint8_t *p)
@@ -205,7 +256,7 @@ int cohort_barrier(struct cohort *c)
 {
     uint8_t *down;
     uint32_t n;
-    int rc = exchange(c, NULL, 0, "cohort_barrier", &down, &n);
+    int rc = exchange(c, NULL, 0, WANT_NONE, "cohort_barrier", &down, &n);
     free(down);
     return rc;
 }
@@ -218,7 +269,8 @@ int cohort_bcast(struct cohort *c, void *buf, size_t len, int root)
     uint8_t *down;
     uint32_t n;
     bool mine = (uint32_t)root == c->step.rank;
-    if (exchange(c, mine ? buf : NULL, mine ? len : 0, "cohort_bcast", &down, &n) < 0)
+    if (exchange(c, mine ? buf : NULL, mine ? len : 0, (uint32_t)root, "cohort_bcast", &down,
+                 &n) < 0)
         return -1;
     int rc = 0;
     if (len && (n != 8 + len || get32(down) != (uint32_t)root || get32(down + 4) != len))
@@ -234,7 +286,7 @@ int cohort_allgather(struct cohort *c, const void *in, size_t len, void *out)
 {
     uint8_t *down;
     uint32_t n;
-    if (exchange(c, in, len, "cohort_allgather", &down, &n) < 0)
+    if (exchange(c, in, len, WANT_ALL, "cohort_allgather", &down, &n) < 0)
         return -1;
     int rc = 0;
     if (len && n != (uint64_t)c->step.num_tasks * (8 + len))
@@ -256,8 +308,15 @@ int cohort_finalize(struct cohort *c)
 {
     if (!c)
         return 0;
-    int rc = c->tree && !c->error[0] ? cohort_barrier(c) : 0;
+    bool joined = c->tree != NULL;
+#ifdef HAVE_PMIX
+    joined |= c->pmix != NULL;
+#endif
+    int rc = joined && !c->error[0] ? cohort_barrier(c) : 0;
     tree_close(c->tree);
+#ifdef HAVE_PMIX
+    pmix_boot_close(c->pmix);
+#endif
     step_free(&c->step);
     free(c->rank_node);
     free(c);

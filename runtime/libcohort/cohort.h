@@ -57,6 +57,10 @@ int cohort_bcast(struct cohort *c, void *buf, size_t len, int root);
  * on every rank. */
 int cohort_allgather(struct cohort *c, const void *in, size_t len, void *out);
 
+/* The bootstrap in use: "tcp" (cohort's own tree), "pmix" (under
+ * srun --mpi=pmix, or COHORT_BOOTSTRAP=pmix), "none" before joining. */
+const char *cohort_bootstrap(const struct cohort *c);
+
 /* The last error as one sentence, or "" when none. */
 const char *cohort_error(const struct cohort *c);
 

@@ -1,7 +1,7 @@
 /* boot_check.c - one rank of a bootstrap test: cohort_init, the accessors
  * against SLURM_*, a 128-byte broadcast from rank 0, an allgather, a
  * barrier, a broadcast from the last rank, cohort_finalize; prints
- * "rank R: ok" or "rank R: FAIL: <cohort's message>". The rank named by
+ * "rank R: ok via tcp|pmix" or "rank R: FAIL: <cohort's message>". The rank named by
  * COHORT_TEST_VICTIM kills itself (SIGKILL) at COHORT_TEST_DIE_AT: init
  * (before joining), joined (after cohort_init) or bcast (after the first
  * broadcast); with "stall" it joins, then makes no call for 10 s (the
@@ -86,10 +86,12 @@ int main(void)
         printf("rank %d: FAIL: broadcast from rank %d gave %d\n", me, size - 1, last);
         return 1;
     }
+    char via[16];
+    snprintf(via, sizeof via, "%s", cohort_bootstrap(c));
     if (cohort_finalize(c) != 0) {
         printf("rank %d: FAIL: cohort_finalize\n", me);
         return 1;
     }
-    printf("rank %d: ok\n", me);
+    printf("rank %d: ok via %s\n", me, via);
     return 0;
 }
