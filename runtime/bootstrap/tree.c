@@ -1,4 +1,6 @@
-/* tree.c - the two-level authenticated bootstrap tree (tree.h). */
+/* tree.c - joining the two-level authenticated bootstrap tree (tree.h):
+ * the layout, listening and connecting, the handshake both ways. The
+ * exchange is in tree_exchange.c. */
 #include "tree.h"
 
 #include <arpa/inet.h>
@@ -20,45 +22,24 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "tree_private.h"
 
 #define HELLO_LEN (4 + 4 + AUTH_NONCE_LEN + AUTH_MAC_LEN)
-#define UNAUTH_MAX_PAYLOAD 128 /* what a peer may send before it proved itself */
-#define MAX_STRANGERS 256      /* unauthenticated connections held at once */
-#define LEADER_GRACE_MS 500    /* leaders wait this long past the root's deadline */
-#define TASK_GRACE_MS 1000     /* tasks, this long */
 
-struct tree {
-    struct tree_layout l;
-    uint32_t *node_first;      /* lowest rank of each node: its leader */
-    uint32_t node, local_size; /* this task's node and its task count */
-    bool is_root, is_leader;
-    struct auth_key key;
-    int timeout_ms;
-    uint32_t max_payload;
-    int listen_tcp, listen_unix;
-    struct conn parent;
-    struct conn *kids;
-    size_t n_kids, cap_kids;
-    uint32_t expected_kids, ready_kids;
-    uint16_t seq;
-    bool broken; /* a past exchange failed: every later one fails at once */
-    char broken_msg[COHORT_ERR_LEN];
-};
-
-static long long now_ms(void)
+long long tree_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void put32(uint8_t *p, uint32_t v)
+void tree_put32(uint8_t *p, uint32_t v)
 {
     uint32_t be = htonl(v);
     memcpy(p, &be, 4);
 }
 
-static uint32_t get32(const uint8_t *p)
+uint32_t tree_get32(const uint8_t *p)
 {
     uint32_t be;
     memcpy(&be, p, 4);
@@ -86,7 +67,7 @@ static void appendf(char *buf, size_t len, size_t *used, const char *fmt, ...)
 }
 
 /* "rank 5 (n2)", "ranks 5, 9 (n2), 12 (n3) and 3 others": ranks sorted. */
-static void describe_ranks(const struct tree *t, const uint32_t *ranks, size_t n, char *buf,
+void tree_describe_ranks(const struct tree *t, const uint32_t *ranks, size_t n, char *buf,
                            size_t len)
 {
     size_t shown = n > 8 ? 8 : n, used = 0;
@@ -106,7 +87,7 @@ static void describe_ranks(const struct tree *t, const uint32_t *ranks, size_t n
 }
 
 /* The ranks of node, in order, into a malloc'd array. */
-static uint32_t *ranks_of_node(const struct tree *t, uint32_t node, size_t *n)
+uint32_t *tree_ranks_of_node(const struct tree *t, uint32_t node, size_t *n)
 {
     uint32_t *r = malloc(sizeof *r * (t->l.size ? t->l.size : 1));
     *n = 0;
@@ -195,7 +176,7 @@ static int connect_by(int fd, const struct sockaddr *sa, socklen_t len, long lon
         return 0;
     if (errno != EINPROGRESS)
         return -1;
-    long long left = deadline - now_ms();
+    long long left = deadline - tree_now_ms();
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int soerr = 0;
     socklen_t sl = sizeof soerr;
@@ -247,8 +228,8 @@ static void hello_message(const struct tree *t, const uint8_t parent_nonce[AUTH_
                           const uint8_t *hello, uint8_t *msg)
 {
     /* job, step, the parent's nonce, then rank, node and the child's nonce */
-    put32(msg, t->l.job_id);
-    put32(msg + 4, t->l.step_id);
+    tree_put32(msg, t->l.job_id);
+    tree_put32(msg + 4, t->l.step_id);
     memcpy(msg + 8, parent_nonce, AUTH_NONCE_LEN);
     memcpy(msg + 8 + AUTH_NONCE_LEN, hello, 8 + AUTH_NONCE_LEN);
 }
@@ -261,7 +242,7 @@ static int wait_frame(struct conn *c, long long deadline, uint32_t max, struct w
         int got = conn_next(c, max, f, err);
         if (got)
             return got < 0 ? -1 : 0;
-        long long left = deadline - now_ms();
+        long long left = deadline - tree_now_ms();
         if (left <= 0)
             return cohort_fail(err, "timeout");
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
@@ -273,14 +254,14 @@ static int wait_frame(struct conn *c, long long deadline, uint32_t max, struct w
     }
 }
 
-static int write_all(struct conn *c, long long deadline, struct cohort_err *err)
+int tree_write_all(struct conn *c, long long deadline, struct cohort_err *err)
 {
     while (c->out_len) {
         if (conn_flush(c) < 0)
             return cohort_fail(err, "connection closed");
         if (!c->out_len)
             break;
-        long long left = deadline - now_ms();
+        long long left = deadline - tree_now_ms();
         struct pollfd p = {.fd = c->fd, .events = POLLOUT};
         if (left <= 0)
             return cohort_fail(err, "timeout");
@@ -290,7 +271,7 @@ static int write_all(struct conn *c, long long deadline, struct cohort_err *err)
 }
 
 /* The parent's name for messages. */
-static void parent_name(const struct tree *t, char *buf, size_t len)
+void tree_parent_name(const struct tree *t, char *buf, size_t len)
 {
     char host[HOSTLIST_MAX_NAME + 1];
     uint32_t parent = t->is_leader ? 0 : t->node_first[t->node];
@@ -309,10 +290,10 @@ static void parent_name(const struct tree *t, char *buf, size_t len)
 static int join_parent(struct tree *t, long long deadline, struct cohort_err *err)
 {
     char name[200];
-    parent_name(t, name, sizeof name);
+    tree_parent_name(t, name, sizeof name);
     int fd = -1, wait = 1;
     while (connect_parent(t, deadline, &fd) < 0) {
-        long long left = deadline - now_ms();
+        long long left = deadline - tree_now_ms();
         if (left <= 0)
             return cohort_fail(err, "%s did not answer within %d s", name,
                                t->timeout_ms / 1000);
@@ -332,14 +313,14 @@ static int join_parent(struct tree *t, long long deadline, struct cohort_err *er
     uint8_t parent_nonce[AUTH_NONCE_LEN];
     memcpy(parent_nonce, f.payload, AUTH_NONCE_LEN);
     conn_consume(&t->parent, &f);
-    put32(hello, t->l.rank);
-    put32(hello + 4, t->node);
+    tree_put32(hello, t->l.rank);
+    tree_put32(hello + 4, t->node);
     if (auth_nonce(hello + 8, err) < 0)
         return -1;
     hello_message(t, parent_nonce, hello, msg);
     auth_mac(&t->key, "cohort-hello", msg, sizeof msg, hello + 8 + AUTH_NONCE_LEN);
     if (conn_queue(&t->parent, WIRE_HELLO, 0, t->l.rank, hello, sizeof hello) < 0 ||
-        write_all(&t->parent, deadline, &why) < 0)
+        tree_write_all(&t->parent, deadline, &why) < 0)
         return cohort_fail(err, "cannot send the bootstrap hello to %s (%s)", name, why.msg);
     if (wait_frame(&t->parent, deadline, UNAUTH_MAX_PAYLOAD, &f, &why) < 0)
         return cohort_fail(err, "%s did not welcome rank %u (%s): does it hold this step's "
@@ -354,11 +335,11 @@ static int join_parent(struct tree *t, long long deadline, struct cohort_err *er
 }
 
 /* Parent side: whether a hello names a child we expect and is signed. */
-static bool hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f)
+bool tree_hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f)
 {
     if (f->type != WIRE_HELLO || f->len != HELLO_LEN)
         return false;
-    uint32_t rank = get32(f->payload), node = get32(f->payload + 4);
+    uint32_t rank = tree_get32(f->payload), node = tree_get32(f->payload + 4);
     if (rank >= t->l.size || rank == t->l.rank || node >= t->l.num_nodes ||
         t->l.rank_node[rank] != node)
         return false;
@@ -383,7 +364,7 @@ static bool hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f)
     return true;
 }
 
-static void drop_kid(struct tree *t, size_t i)
+void tree_drop_kid(struct tree *t, size_t i)
 {
     if (t->kids[i].ready)
         t->ready_kids--;
@@ -391,7 +372,7 @@ static void drop_kid(struct tree *t, size_t i)
     t->kids[i] = t->kids[--t->n_kids];
 }
 
-static void accept_kids(struct tree *t, int lfd)
+void tree_accept_kids(struct tree *t, int lfd)
 {
     for (;;) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -401,7 +382,7 @@ static void accept_kids(struct tree *t, int lfd)
         if (strangers >= MAX_STRANGERS) {
             for (size_t i = 0; i < t->n_kids; i++)
                 if (!t->kids[i].ready) {
-                    drop_kid(t, i); /* the oldest unproven one goes */
+                    tree_drop_kid(t, i); /* an unproven one makes room */
                     break;
                 }
         }
@@ -424,7 +405,7 @@ static void accept_kids(struct tree *t, int lfd)
         if (auth_nonce(c->nonce, NULL) < 0 ||
             conn_queue(c, WIRE_CHALLENGE, 0, t->l.rank, c->nonce, AUTH_NONCE_LEN) < 0 ||
             conn_flush(c) < 0)
-            drop_kid(t, t->n_kids - 1);
+            tree_drop_kid(t, t->n_kids - 1);
     }
 }
 
@@ -462,7 +443,7 @@ int tree_open(const struct tree_layout *layout, const struct auth_key *key, int 
     t->expected_kids = t->is_leader ? t->local_size - 1 : 0;
     if (t->is_root)
         t->expected_kids += layout->num_nodes - 1;
-    long long deadline = now_ms() + timeout_ms;
+    long long deadline = tree_now_ms() + timeout_ms;
     int rc = 0;
     if (t->is_leader)
         rc = listen_unix(t, err);
@@ -493,424 +474,4 @@ void tree_close(struct tree *t)
     free(t->node_first);
     auth_key_clear(&t->key);
     free(t);
-}
-
-unsigned tree_connections(const struct tree *t)
-{
-    return (unsigned)t->ready_kids + (t->parent.fd >= 0);
-}
-
-/* --- the exchange ----------------------------------------------------- */
-
-struct exchange {
-    uint16_t seq;
-    const char *what;
-    long long start;
-    uint8_t **data; /* root: each rank's block */
-    uint32_t *len;
-    bool *have;
-    uint32_t count;
-    uint8_t *pending; /* leader: blocks to send up */
-    size_t pending_len, pending_cap;
-    uint8_t *down;    /* the result */
-    uint32_t down_len;
-    bool done;
-};
-
-static int add_entry(uint8_t **buf, size_t *len, size_t *cap, uint32_t rank,
-                     const uint8_t *data, uint32_t n)
-{
-    size_t need = *len + 8 + n;
-    if (need > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < need)
-            c *= 2;
-        uint8_t *p = realloc(*buf, c);
-        if (!p)
-            return -1;
-        *buf = p;
-        *cap = c;
-    }
-    put32(*buf + *len, rank);
-    put32(*buf + *len + 4, n);
-    if (n)
-        memcpy(*buf + *len + 8, data, n);
-    *len = need;
-    return 0;
-}
-
-/* Flushes every queued byte, giving up on peers that do not take it by
- * deadline (they are failing anyway). */
-static void flush_all(struct tree *t, long long deadline)
-{
-    struct cohort_err ignored;
-    if (t->parent.fd >= 0)
-        write_all(&t->parent, deadline, &ignored);
-    for (size_t i = 0; i < t->n_kids; i++)
-        if (t->kids[i].ready)
-            write_all(&t->kids[i], deadline, &ignored);
-}
-
-/* Fails this task with msg, after passing it to every peer but from. */
-static int spread_abort(struct tree *t, const struct conn *from, const char *msg,
-                        struct cohort_err *err)
-{
-    uint32_t len = (uint32_t)strlen(msg);
-    if (t->parent.ready && &t->parent != from)
-        conn_queue(&t->parent, WIRE_ABORT, 0, t->l.rank, msg, len);
-    for (size_t i = 0; i < t->n_kids; i++)
-        if (t->kids[i].ready && &t->kids[i] != from)
-            conn_queue(&t->kids[i], WIRE_ABORT, 0, t->l.rank, msg, len);
-    flush_all(t, now_ms() + 1000);
-    t->broken = true;
-    snprintf(t->broken_msg, sizeof t->broken_msg, "%s", msg);
-    return cohort_fail(err, "%s", msg);
-}
-
-static int root_finish(struct tree *t, struct exchange *x)
-{
-    size_t len = 0, cap = 0;
-    uint8_t *buf = NULL;
-    for (uint32_t r = 0; r < t->l.size; r++)
-        if (x->len[r] && add_entry(&buf, &len, &cap, r, x->data[r], x->len[r]) < 0) {
-            free(buf);
-            return -1;
-        }
-    x->down = buf;
-    x->down_len = (uint32_t)len;
-    x->done = true;
-    for (size_t i = 0; i < t->n_kids; i++)
-        if (t->kids[i].ready &&
-            conn_queue(&t->kids[i], WIRE_DOWN, x->seq, t->l.rank, buf, (uint32_t)len) < 0)
-            return -1;
-    return 0;
-}
-
-/* Takes the blocks of an UP frame from kid c. Returns -1 on malformed data. */
-static int take_up(struct tree *t, struct exchange *x, const struct conn *c,
-                   const struct wire_frame *f)
-{
-    const uint8_t *p = f->payload, *end = f->payload + f->len;
-    while (p < end) {
-        if (end - p < 8)
-            return -1;
-        uint32_t rank = get32(p), n = get32(p + 4);
-        if ((size_t)(end - p - 8) < n || rank >= t->l.size)
-            return -1;
-        bool from_leader = c->rank == t->node_first[c->node] && c->node != t->node;
-        if (from_leader ? t->l.rank_node[rank] != c->node : rank != c->rank)
-            return -1;
-        if (t->is_root) {
-            if (x->have[rank])
-                return -1;
-            x->have[rank] = true;
-            x->count++;
-            x->len[rank] = n;
-            if (n && !(x->data[rank] = malloc(n)))
-                return -1;
-            if (n)
-                memcpy(x->data[rank], p + 8, n);
-        } else if (add_entry(&x->pending, &x->pending_len, &x->pending_cap, rank, p + 8, n) < 0)
-            return -1;
-        p += 8 + n;
-    }
-    return 0;
-}
-
-static int lost_kid(struct tree *t, struct exchange *x, const struct conn *c,
-                    struct cohort_err *err)
-{
-    char who[COHORT_ERR_LEN - 120], msg[COHORT_ERR_LEN];
-    if (c->node != t->node) {
-        size_t n;
-        uint32_t *ranks = ranks_of_node(t, c->node, &n);
-        describe_ranks(t, ranks ? ranks : &c->rank, ranks ? n : 1, who, sizeof who);
-        free(ranks);
-        snprintf(msg, sizeof msg, "the bootstrap connection of %s closed during %s "
-                                  "(a task exited or crashed?)", who, x->what);
-    } else {
-        describe_ranks(t, &c->rank, 1, who, sizeof who);
-        snprintf(msg, sizeof msg, "%s closed its bootstrap connection during %s (exited or "
-                                  "crashed?)", who, x->what);
-    }
-    return spread_abort(t, c, msg, err);
-}
-
-static int root_timeout(struct tree *t, struct exchange *x, struct cohort_err *err)
-{
-    uint32_t *missing = malloc(sizeof *missing * t->l.size);
-    size_t n = 0;
-    for (uint32_t r = 0; missing && r < t->l.size; r++)
-        if (!x->have[r])
-            missing[n++] = r;
-    char who[COHORT_ERR_LEN - 120], msg[COHORT_ERR_LEN];
-    describe_ranks(t, missing, n, who, sizeof who);
-    free(missing);
-    if (x->seq == 1)
-        snprintf(msg, sizeof msg, "%s did not join within %d s", who, t->timeout_ms / 1000);
-    else
-        snprintf(msg, sizeof msg, "%s did not reach %s within %d s", who, x->what,
-                 t->timeout_ms / 1000);
-    return spread_abort(t, NULL, msg, err);
-}
-
-/* Handles what kid i sent. Returns 0, 1 when the kid was dropped (i now
- * holds another), -1 when the exchange failed. */
-static int serve_kid(struct tree *t, struct exchange *x, size_t i, short revents,
-                     struct cohort_err *err)
-{
-    struct conn *c = &t->kids[i];
-    bool closed = false;
-    if (revents & POLLOUT && conn_flush(c) < 0)
-        closed = true;
-    if (revents & (POLLIN | POLLHUP | POLLERR) &&
-        conn_fill(c, c->ready ? t->max_payload : UNAUTH_MAX_PAYLOAD) < 0)
-        closed = true;
-    struct wire_frame f;
-    struct cohort_err bad;
-    int got;
-    while ((got = conn_next(c, c->ready ? t->max_payload : UNAUTH_MAX_PAYLOAD, &f, &bad)) > 0) {
-        if (!c->ready) {
-            if (!hello_ok(t, c, &f) || conn_flush(c) < 0) {
-                drop_kid(t, i); /* a stranger, or a bad proof: the job goes on */
-                return 1;
-            }
-            t->ready_kids++;
-            conn_consume(c, &f);
-            continue;
-        }
-        if (f.type == WIRE_ABORT) {
-            char msg[COHORT_ERR_LEN];
-            snprintf(msg, sizeof msg, "%.*s", (int)(f.len < sizeof msg ? f.len : sizeof msg - 1),
-                     (const char *)f.payload);
-            return spread_abort(t, c, msg, err);
-        }
-        if (f.type != WIRE_UP)
-            got = -1;
-        else if (f.flags == (uint16_t)(x->seq + 1))
-            return 0; /* the next exchange's: leave it for then */
-        else if (f.flags != x->seq || take_up(t, x, c, &f) < 0)
-            got = -1;
-        if (got < 0)
-            break;
-        conn_consume(c, &f);
-    }
-    if (got < 0 && !c->ready) {
-        drop_kid(t, i);
-        return 1;
-    }
-    if (got < 0) {
-        char msg[COHORT_ERR_LEN];
-        snprintf(msg, sizeof msg, "rank %u sent malformed bootstrap data during %s", c->rank,
-                 x->what);
-        return spread_abort(t, c, msg, err);
-    }
-    if (closed) {
-        if (!c->ready || x->done) {
-            drop_kid(t, i); /* a stranger left, or a task finished */
-            return 1;
-        }
-        return lost_kid(t, x, c, err);
-    }
-    return 0;
-}
-
-/* Handles what the parent sent. Returns 0, or -1 when the exchange failed. */
-static int serve_parent(struct tree *t, struct exchange *x, short revents,
-                        struct cohort_err *err)
-{
-    struct conn *c = &t->parent;
-    char name[200], msg[COHORT_ERR_LEN];
-    bool closed = false;
-    if (revents & POLLOUT && conn_flush(c) < 0)
-        closed = true;
-    if (revents & (POLLIN | POLLHUP | POLLERR) && conn_fill(c, t->max_payload) < 0)
-        closed = true;
-    struct wire_frame f;
-    struct cohort_err bad;
-    int got = 0;
-    while (!x->done && (got = conn_next(c, t->max_payload, &f, &bad)) > 0) {
-        if (f.type == WIRE_ABORT) {
-            snprintf(msg, sizeof msg, "%.*s", (int)(f.len < sizeof msg ? f.len : sizeof msg - 1),
-                     (const char *)f.payload);
-            return spread_abort(t, c, msg, err);
-        }
-        if (f.type != WIRE_DOWN || f.flags != x->seq) {
-            got = -1;
-            break;
-        }
-        x->down = malloc(f.len ? f.len : 1);
-        if (!x->down)
-            return spread_abort(t, NULL, "out of memory in the bootstrap", err);
-        memcpy(x->down, f.payload, f.len);
-        x->down_len = f.len;
-        x->done = true;
-        for (size_t i = 0; i < t->n_kids; i++)
-            if (t->kids[i].ready &&
-                conn_queue(&t->kids[i], WIRE_DOWN, x->seq, t->l.rank, f.payload, f.len) < 0)
-                return spread_abort(t, NULL, "out of memory in the bootstrap", err);
-        conn_consume(c, &f);
-    }
-    parent_name(t, name, sizeof name);
-    if (!x->done && got < 0) {
-        snprintf(msg, sizeof msg, "%s sent malformed bootstrap data during %s", name, x->what);
-        return spread_abort(t, c, msg, err);
-    }
-    if (closed && !x->done) {
-        snprintf(msg, sizeof msg, "%s closed the bootstrap connection during %s (exited or "
-                                  "crashed?)", name, x->what);
-        return spread_abort(t, c, msg, err);
-    }
-    return 0;
-}
-
-static void exchange_free(struct tree *t, struct exchange *x)
-{
-    for (uint32_t r = 0; x->data && r < t->l.size; r++)
-        free(x->data[r]);
-    free(x->data);
-    free(x->len);
-    free(x->have);
-    free(x->pending);
-}
-
-static int run_exchange(struct tree *t, struct exchange *x, struct cohort_err *err)
-{
-    char name[200], msg[COHORT_ERR_LEN + 256];
-    long long deadline = x->start + t->timeout_ms +
-                         (t->is_root ? 0 : t->is_leader ? LEADER_GRACE_MS : TASK_GRACE_MS);
-    struct pollfd *p = NULL;
-    size_t cap = 0;
-    int rc = -1;
-    for (;;) {
-        if (t->is_root && !x->done && x->count == t->l.size && root_finish(t, x) < 0) {
-            rc = spread_abort(t, NULL, "out of memory in the bootstrap", err);
-            break;
-        }
-        if (!t->is_root && x->pending_len) {
-            if (conn_queue(&t->parent, WIRE_UP, x->seq, t->l.rank, x->pending,
-                           (uint32_t)x->pending_len) < 0) {
-                rc = spread_abort(t, NULL, "out of memory in the bootstrap", err);
-                break;
-            }
-            x->pending_len = 0;
-        }
-        bool queued = t->parent.out_len > 0;
-        for (size_t i = 0; i < t->n_kids; i++)
-            queued |= t->kids[i].ready && t->kids[i].out_len > 0;
-        if (x->done && !queued) {
-            rc = 0;
-            break;
-        }
-        long long left = deadline - now_ms();
-        if (left <= 0 && !x->done) {
-            if (t->is_root) {
-                rc = root_timeout(t, x, err);
-                break;
-            }
-            parent_name(t, name, sizeof name);
-            snprintf(msg, sizeof msg, "no answer from %s within %d s during %s", name,
-                     t->timeout_ms / 1000, x->what);
-            rc = spread_abort(t, &t->parent, msg, err);
-            break;
-        }
-        if (left <= 0) { /* done, but some peer does not take its result */
-            flush_all(t, now_ms() + 1000);
-            rc = 0;
-            break;
-        }
-        size_t need = t->n_kids + 3, n = 0;
-        if (need > cap) {
-            struct pollfd *q = realloc(p, need * sizeof *q);
-            if (!q) {
-                rc = spread_abort(t, NULL, "out of memory in the bootstrap", err);
-                break;
-            }
-            p = q;
-            cap = need;
-        }
-        size_t first_kid = 0;
-        bool accepting = t->ready_kids < t->expected_kids || t->n_kids > t->ready_kids;
-        if (t->listen_unix >= 0 && accepting)
-            p[n++] = (struct pollfd){.fd = t->listen_unix, .events = POLLIN};
-        if (t->listen_tcp >= 0 && accepting)
-            p[n++] = (struct pollfd){.fd = t->listen_tcp, .events = POLLIN};
-        size_t parent_at = n;
-        if (t->parent.fd >= 0)
-            p[n++] = (struct pollfd){.fd = t->parent.fd,
-                                     .events = (short)(POLLIN | (t->parent.out_len ? POLLOUT : 0))};
-        first_kid = n;
-        for (size_t i = 0; i < t->n_kids; i++)
-            p[n++] = (struct pollfd){.fd = t->kids[i].fd,
-                                     .events = (short)(POLLIN | (t->kids[i].out_len ? POLLOUT : 0))};
-        int ready = poll(p, n, (int)(left < 1000 ? left : 1000));
-        if (ready < 0 && errno != EINTR) {
-            rc = spread_abort(t, NULL, "poll failed in the bootstrap", err);
-            break;
-        }
-        if (ready <= 0)
-            continue;
-        /* Kids first (their fds are in p after first_kid, in kids order as
-         * of the poll): walk backwards so that drops do not shift the rest. */
-        bool failed = false;
-        size_t polled = n - first_kid;
-        for (size_t k = polled; k-- > 0 && !failed;) {
-            if (!p[first_kid + k].revents || k >= t->n_kids)
-                continue;
-            if (serve_kid(t, x, k, p[first_kid + k].revents, err) < 0)
-                failed = true;
-        }
-        if (!failed && t->parent.fd >= 0 && p[parent_at].revents &&
-            serve_parent(t, x, p[parent_at].revents, err) < 0)
-            failed = true;
-        if (failed)
-            break;
-        for (size_t k = 0; k < first_kid; k++)
-            if (k != parent_at && p[k].revents & POLLIN)
-                accept_kids(t, p[k].fd);
-    }
-    free(p);
-    return rc;
-}
-
-int tree_exchange(struct tree *t, const void *mine, uint32_t len, const char *what,
-                  uint8_t **down, uint32_t *down_len, struct cohort_err *err)
-{
-    *down = NULL;
-    *down_len = 0;
-    if (t->broken)
-        return cohort_fail(err, "%s", t->broken_msg);
-    struct exchange x = {.seq = ++t->seq, .what = what, .start = now_ms()};
-    int rc = -1;
-    if (t->is_root) {
-        x.data = calloc(t->l.size, sizeof *x.data);
-        x.len = calloc(t->l.size, sizeof *x.len);
-        x.have = calloc(t->l.size, sizeof *x.have);
-        if (!x.data || !x.len || !x.have) {
-            cohort_fail(err, "out of memory in the bootstrap");
-            goto out;
-        }
-        x.have[0] = true;
-        x.count = 1;
-        x.len[0] = len;
-        if (len && !(x.data[0] = malloc(len))) {
-            cohort_fail(err, "out of memory in the bootstrap");
-            goto out;
-        }
-        if (len)
-            memcpy(x.data[0], mine, len);
-    } else if (add_entry(&x.pending, &x.pending_len, &x.pending_cap, t->l.rank, mine, len) < 0) {
-        cohort_fail(err, "out of memory in the bootstrap");
-        goto out;
-    }
-    rc = run_exchange(t, &x, err);
-    if (rc == 0) {
-        *down = x.down;
-        *down_len = x.down_len;
-        x.down = NULL;
-    }
-out:
-    free(x.down);
-    exchange_free(t, &x);
-    return rc;
 }

@@ -44,9 +44,6 @@ int tree_open(const struct tree_layout *layout, const struct auth_key *key, int 
 int tree_exchange(struct tree *t, const void *mine, uint32_t len, const char *what,
                   uint8_t **down, uint32_t *down_len, struct cohort_err *err);
 
-/* The number of connections the root holds (the benchmark reports it). */
-unsigned tree_connections(const struct tree *t);
-
 void tree_close(struct tree *t);
 
 #endif
