@@ -5,6 +5,7 @@ runtime_bootstrap_libcohort_bootstrap_la_SOURCES = \
 	runtime/bootstrap/wire.c runtime/bootstrap/wire.h \
 	runtime/bootstrap/auth.c runtime/bootstrap/auth.h \
 	runtime/bootstrap/conn.c runtime/bootstrap/conn.h \
+	runtime/bootstrap/blocks.c runtime/bootstrap/blocks.h \
 	runtime/bootstrap/tree.c runtime/bootstrap/tree.h \
 	runtime/bootstrap/tree_exchange.c runtime/bootstrap/tree_private.h
 runtime_bootstrap_libcohort_bootstrap_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)

@@ -1,12 +1,13 @@
 /* pmix_boot.c - exchanges through PMIx put/commit/fence/get (pmix_boot.h). */
 #include "pmix_boot.h"
 
-#include <arpa/inet.h>
 #include <pmix.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "blocks.h"
 
 struct pmix_boot {
     pmix_proc_t me;
@@ -37,31 +38,6 @@ int pmix_boot_open(uint32_t expect_rank, uint32_t size, int timeout_s, struct pm
     b->size = size;
     b->timeout_s = timeout_s;
     *out = b;
-    return 0;
-}
-
-static int add(uint8_t **buf, uint32_t *len, size_t *cap, uint32_t rank, const void *data,
-               uint32_t n)
-{
-    size_t need = (size_t)*len + 8 + n;
-    if (need > UINT32_MAX)
-        return -1;
-    if (need > *cap) {
-        size_t c = *cap ? *cap * 2 : 256;
-        while (c < need)
-            c *= 2;
-        uint8_t *p = realloc(*buf, c);
-        if (!p)
-            return -1;
-        *buf = p;
-        *cap = c;
-    }
-    uint32_t be_rank = htonl(rank), be_len = htonl(n);
-    memcpy(*buf + *len, &be_rank, 4);
-    memcpy(*buf + *len + 4, &be_len, 4);
-    if (n)
-        memcpy(*buf + *len + 8, data, n);
-    *len = (uint32_t)need;
     return 0;
 }
 
@@ -102,9 +78,7 @@ int pmix_boot_exchange(struct pmix_boot *b, const void *mine, uint32_t len,
         return cohort_fail(err, "%s: the PMIx fence did not complete%s (%s)", what,
                            rc == PMIX_ERR_TIMEOUT ? " within the deadline" : "",
                            PMIx_Error_string(rc));
-    uint8_t *buf = NULL;
-    uint32_t used = 0;
-    size_t cap = 0;
+    struct blocks got = {0};
     for (uint32_t r = 0; r < b->size; r++) {
         if (only_rank != UINT32_MAX && r != only_rank)
             continue;
@@ -124,19 +98,19 @@ int pmix_boot_exchange(struct pmix_boot *b, const void *mine, uint32_t len,
         if (rc != PMIX_SUCCESS || !v || v->type != PMIX_BYTE_OBJECT) {
             if (v)
                 PMIX_VALUE_RELEASE(v);
-            free(buf);
+            free(got.data);
             return cohort_fail(err, "%s: PMIx get of rank %u failed: %s", what, r,
                                PMIx_Error_string(rc));
         }
-        int bad = add(&buf, &used, &cap, r, v->data.bo.bytes, (uint32_t)v->data.bo.size);
+        int bad = blocks_add(&got, r, v->data.bo.bytes, (uint32_t)v->data.bo.size);
         PMIX_VALUE_RELEASE(v);
         if (bad) {
-            free(buf);
+            free(got.data);
             return cohort_fail(err, "%s: out of memory", what);
         }
     }
-    *down = buf;
-    *down_len = used;
+    *down = got.data;
+    *down_len = (uint32_t)got.len;
     return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blocks.h"
 #include "tree_private.h"
 
 struct exchange {
@@ -17,34 +18,11 @@ struct exchange {
     uint32_t *len;
     bool *have;
     uint32_t count;
-    uint8_t *pending; /* leader: blocks to send up */
-    size_t pending_len, pending_cap;
+    struct blocks pending; /* leader: blocks to send up */
     uint8_t *down;    /* the result */
     uint32_t down_len;
     bool done;
 };
-
-static int add_entry(uint8_t **buf, size_t *len, size_t *cap, uint32_t rank,
-                     const uint8_t *data, uint32_t n)
-{
-    size_t need = *len + 8 + n;
-    if (need > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < need)
-            c *= 2;
-        uint8_t *p = realloc(*buf, c);
-        if (!p)
-            return -1;
-        *buf = p;
-        *cap = c;
-    }
-    tree_put32(*buf + *len, rank);
-    tree_put32(*buf + *len + 4, n);
-    if (n)
-        memcpy(*buf + *len + 8, data, n);
-    *len = need;
-    return 0;
-}
 
 /* Flushes every queued byte, giving up on peers that do not take it by
  * deadline (they are failing anyway). */
@@ -76,15 +54,16 @@ static int spread_abort(struct tree *t, const struct conn *from, const char *msg
 
 static int root_finish(struct tree *t, struct exchange *x)
 {
-    size_t len = 0, cap = 0;
-    uint8_t *buf = NULL;
+    struct blocks all = {0};
     for (uint32_t r = 0; r < t->l.size; r++)
-        if (x->len[r] && add_entry(&buf, &len, &cap, r, x->data[r], x->len[r]) < 0) {
-            free(buf);
+        if (x->len[r] && blocks_add(&all, r, x->data[r], x->len[r]) < 0) {
+            free(all.data);
             return -1;
         }
-    x->down = buf;
-    x->down_len = (uint32_t)len;
+    x->down = all.data;
+    x->down_len = (uint32_t)all.len;
+    uint8_t *buf = all.data;
+    size_t len = all.len;
     x->done = true;
     for (size_t i = 0; i < t->n_kids; i++)
         if (t->kids[i].ready &&
@@ -101,7 +80,7 @@ static int take_up(struct tree *t, struct exchange *x, const struct conn *c,
     while (p < end) {
         if (end - p < 8)
             return -1;
-        uint32_t rank = tree_get32(p), n = tree_get32(p + 4);
+        uint32_t rank = blocks_u32(p), n = blocks_u32(p + 4);
         if ((size_t)(end - p - 8) < n || rank >= t->l.size)
             return -1;
         bool from_leader = c->rank == t->node_first[c->node] && c->node != t->node;
@@ -117,7 +96,7 @@ static int take_up(struct tree *t, struct exchange *x, const struct conn *c,
                 return -1;
             if (n)
                 memcpy(x->data[rank], p + 8, n);
-        } else if (add_entry(&x->pending, &x->pending_len, &x->pending_cap, rank, p + 8, n) < 0)
+        } else if (blocks_add(&x->pending, rank, p + 8, n) < 0)
             return -1;
         p += 8 + n;
     }
@@ -286,7 +265,7 @@ static void exchange_free(struct tree *t, struct exchange *x)
     free(x->data);
     free(x->len);
     free(x->have);
-    free(x->pending);
+    free(x->pending.data);
 }
 
 static int run_exchange(struct tree *t, struct exchange *x, struct cohort_err *err)
@@ -302,13 +281,13 @@ static int run_exchange(struct tree *t, struct exchange *x, struct cohort_err *e
             rc = spread_abort(t, NULL, "out of memory in the bootstrap", err);
             break;
         }
-        if (!t->is_root && x->pending_len) {
-            if (conn_queue(&t->parent, WIRE_UP, x->seq, t->l.rank, x->pending,
-                           (uint32_t)x->pending_len) < 0) {
+        if (!t->is_root && x->pending.len) {
+            if (conn_queue(&t->parent, WIRE_UP, x->seq, t->l.rank, x->pending.data,
+                           (uint32_t)x->pending.len) < 0) {
                 rc = spread_abort(t, NULL, "out of memory in the bootstrap", err);
                 break;
             }
-            x->pending_len = 0;
+            x->pending.len = 0;
         }
         bool queued = t->parent.out_len > 0;
         for (size_t i = 0; i < t->n_kids; i++)
@@ -416,7 +395,7 @@ int tree_exchange(struct tree *t, const void *mine, uint32_t len, const char *wh
         }
         if (len)
             memcpy(x.data[0], mine, len);
-    } else if (add_entry(&x.pending, &x.pending_len, &x.pending_cap, t->l.rank, mine, len) < 0) {
+    } else if (blocks_add(&x.pending, t->l.rank, mine, len) < 0) {
         cohort_fail(err, "out of memory in the bootstrap");
         goto out;
     }

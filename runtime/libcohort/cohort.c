@@ -3,7 +3,6 @@
  * broadcast and allgather made of its one exchange. */
 #include "cohort.h"
 
-#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "blocks.h"
 #include "config.h"
 #include "cohort_internal.h"
 #include "envlist.h"
@@ -245,13 +245,6 @@ const char *cohort_bootstrap(const struct cohort *c)
     return c->tree ? "tcp" : "none";
 }
 
-static uint32_t get32(const uint8_t *p)
-{
-    uint32_t be;
-    memcpy(&be, p, 4);
-    return ntohl(be);
-}
-
 int cohort_barrier(struct cohort *c)
 {
     uint8_t *down;
@@ -273,7 +266,7 @@ int cohort_bcast(struct cohort *c, void *buf, size_t len, int root)
                  &n) < 0)
         return -1;
     int rc = 0;
-    if (len && (n != 8 + len || get32(down) != (uint32_t)root || get32(down + 4) != len))
+    if (len && (n != 8 + len || blocks_u32(down) != (uint32_t)root || blocks_u32(down + 4) != len))
         rc = cohort_internal_fail(c, "cohort: cohort_bcast: rank %d sent another length than this rank's %zu",
                   root, len);
     else if (len && !mine)
@@ -294,7 +287,7 @@ int cohort_allgather(struct cohort *c, const void *in, size_t len, void *out)
                   len);
     for (uint32_t r = 0; rc == 0 && len && r < c->step.num_tasks; r++) {
         const uint8_t *e = down + (size_t)r * (8 + len);
-        if (get32(e) != r || get32(e + 4) != len)
+        if (blocks_u32(e) != r || blocks_u32(e + 4) != len)
             rc = cohort_internal_fail(c, "cohort: cohort_allgather: ranks gave different lengths (this one "
                          "%zu)", len);
         else

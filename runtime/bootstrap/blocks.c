@@ -1,0 +1,37 @@
+/* blocks.c - building the exchange result list (blocks.h). */
+#include "blocks.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+int blocks_add(struct blocks *b, uint32_t rank, const void *bytes, uint32_t n)
+{
+    size_t need = b->len + 8 + n;
+    if (need > UINT32_MAX)
+        return -1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *p = realloc(b->data, cap);
+        if (!p)
+            return -1;
+        b->data = p;
+        b->cap = cap;
+    }
+    uint32_t be_rank = htonl(rank), be_len = htonl(n);
+    memcpy(b->data + b->len, &be_rank, 4);
+    memcpy(b->data + b->len + 4, &be_len, 4);
+    if (n)
+        memcpy(b->data + b->len + 8, bytes, n);
+    b->len = need;
+    return 0;
+}
+
+uint32_t blocks_u32(const uint8_t *p)
+{
+    uint32_t be;
+    memcpy(&be, p, 4);
+    return ntohl(be);
+}

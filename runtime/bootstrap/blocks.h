@@ -1,0 +1,21 @@
+/* blocks.h - the result of an exchange: a list of entries [u32 rank]
+ * [u32 length][bytes], big-endian, in rank order. The tree and PMIx
+ * transports build it; libcohort reads it. */
+#ifndef COHORT_BLOCKS_H
+#define COHORT_BLOCKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct blocks {
+    uint8_t *data;
+    size_t len, cap;
+};
+
+/* Appends one entry. Returns -1 when out of memory. */
+int blocks_add(struct blocks *b, uint32_t rank, const void *bytes, uint32_t n);
+
+/* Reads a big-endian u32 (an entry's rank or length). */
+uint32_t blocks_u32(const uint8_t *p);
+
+#endif
