@@ -31,13 +31,14 @@ for mode in garbage wrong-mac silent; do
     [ $mode = silent ] || { grep -q '^stranger: dropped' "$tmp/out"; ok $? "a stranger sending $mode is dropped"; }
 done
 
-# survivors: every rank but the victim fails, each naming want. The
-# deadline cases stall a rank after everyone joined, so that no slow start
-# can be mistaken for the victim.
+# survivors: every rank but the victim fails, each naming want. Joining
+# has the default deadline and the calls after it 2 s (cohort_set_timeout);
+# the deadline cases stall a rank after everyone joined, so that no slow
+# start can be mistaken for the victim.
 survivors() { # survivors N NODES VICTIM WANT LABEL [env...]
     count=$1 nodes=$2 victim=$3 want=$4 label=$5
     shift 5
-    env COHORT_TIMEOUT=2 COHORT_TEST_VICTIM="$victim" "$@" "$spawn" "$count" "$nodes" -- "$check" >"$tmp/out" 2>"$tmp/err"
+    env COHORT_TEST_CALL_TIMEOUT=2 COHORT_TEST_VICTIM="$victim" "$@" "$spawn" "$count" "$nodes" -- "$check" >"$tmp/out" 2>"$tmp/err"
     failing=$(grep -c ': FAIL: ' "$tmp/out")
     named=$(grep ': FAIL: ' "$tmp/out" | grep -c -- "$want")
     [ "$failing" = $((count - 1)) ] && [ "$named" = "$failing" ] && ! grep -q 'timeout' "$tmp/out"

@@ -114,6 +114,11 @@ int pmix_boot_exchange(struct pmix_boot *b, const void *mine, uint32_t len,
     return 0;
 }
 
+void pmix_boot_set_timeout(struct pmix_boot *b, int timeout_s)
+{
+    b->timeout_s = timeout_s;
+}
+
 void pmix_boot_close(struct pmix_boot *b)
 {
     if (!b)

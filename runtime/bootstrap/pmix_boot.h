@@ -21,6 +21,9 @@ int pmix_boot_exchange(struct pmix_boot *b, const void *mine, uint32_t len,
                        uint32_t only_rank, const char *what, uint8_t **down,
                        uint32_t *down_len, struct cohort_err *err);
 
+/* The PMIx timeout of later exchanges. */
+void pmix_boot_set_timeout(struct pmix_boot *b, int timeout_s);
+
 void pmix_boot_close(struct pmix_boot *b);
 
 #endif

@@ -459,6 +459,11 @@ int tree_open(const struct tree_layout *layout, const struct auth_key *key, int 
     return 0;
 }
 
+void tree_set_timeout(struct tree *t, int timeout_ms)
+{
+    t->timeout_ms = timeout_ms;
+}
+
 void tree_close(struct tree *t)
 {
     if (!t)

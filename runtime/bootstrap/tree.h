@@ -44,6 +44,9 @@ int tree_open(const struct tree_layout *layout, const struct auth_key *key, int 
 int tree_exchange(struct tree *t, const void *mine, uint32_t len, const char *what,
                   uint8_t **down, uint32_t *down_len, struct cohort_err *err);
 
+/* The deadline of later exchanges. */
+void tree_set_timeout(struct tree *t, int timeout_ms);
+
 void tree_close(struct tree *t);
 
 #endif

@@ -199,6 +199,21 @@ int cohort_local_size(const struct cohort *c) { return (int)c->local_size; }
 int cohort_node_rank(const struct cohort *c) { return (int)c->step.node_id; }
 int cohort_node_count(const struct cohort *c) { return (int)c->step.num_nodes; }
 
+int cohort_set_timeout(struct cohort *c, int seconds)
+{
+    if (seconds <= 0 || seconds > 86400)
+        return cohort_internal_fail(c, "cohort: cohort_set_timeout: %d is not 1-86400 seconds",
+                                    seconds);
+    c->timeout_s = seconds;
+    if (c->tree)
+        tree_set_timeout(c->tree, seconds * 1000);
+#ifdef HAVE_PMIX
+    if (c->pmix)
+        pmix_boot_set_timeout(c->pmix, seconds);
+#endif
+    return 0;
+}
+
 int cohort_internal_timeout_s(const struct cohort *c)
 {
     return c->timeout_s > 0 ? c->timeout_s : DEFAULT_TIMEOUT_S;

@@ -47,6 +47,11 @@ int cohort_local_size(const struct cohort *c); /* tasks on this node */
 int cohort_node_rank(const struct cohort *c);  /* this node's index in the step */
 int cohort_node_count(const struct cohort *c); /* nodes in the step */
 
+/* Sets the deadline of later calls (seconds, > 0), e.g. a long one for
+ * cohort_init through COHORT_TIMEOUT and a short one afterwards. Local:
+ * every rank should set the same. Returns -1 for seconds <= 0. */
+int cohort_set_timeout(struct cohort *c, int seconds);
+
 /* Returns when every rank has called it. */
 int cohort_barrier(struct cohort *c);
 

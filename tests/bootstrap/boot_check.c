@@ -5,7 +5,8 @@
  * COHORT_TEST_VICTIM kills itself (SIGKILL) at COHORT_TEST_DIE_AT: init
  * (before joining), joined (after cohort_init) or bcast (after the first
  * broadcast); with "stall" it joins, then makes no call for 10 s (the
- * others' deadline passes first) and is killed by its alarm. */
+ * others' deadline passes first) and is killed by its alarm.
+ * COHORT_TEST_CALL_TIMEOUT: the deadline after cohort_init. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,10 @@ int main(void)
     if (cohort_init(&c, NULL) != 0)
         return failed(c, me);
     int rank = cohort_rank(c), size = cohort_size(c);
+    /* deadline tests: a long one to join, a short one for the calls after */
+    if (env_int("COHORT_TEST_CALL_TIMEOUT") > 0 &&
+        cohort_set_timeout(c, env_int("COHORT_TEST_CALL_TIMEOUT")) != 0)
+        return failed(c, me);
     if (rank != me || size != env_int("SLURM_STEP_NUM_TASKS") ||
         cohort_local_rank(c) != env_int("SLURM_LOCALID") ||
         cohort_node_rank(c) != env_int("SLURM_NODEID")) {
