@@ -1,9 +1,10 @@
 /* blocks.c - building the exchange result list (blocks.h). */
 #include "blocks.h"
 
-#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "wire.h"
 
 int blocks_add(struct blocks *b, uint32_t rank, const void *bytes, uint32_t n)
 {
@@ -20,18 +21,10 @@ int blocks_add(struct blocks *b, uint32_t rank, const void *bytes, uint32_t n)
         b->data = p;
         b->cap = cap;
     }
-    uint32_t be_rank = htonl(rank), be_len = htonl(n);
-    memcpy(b->data + b->len, &be_rank, 4);
-    memcpy(b->data + b->len + 4, &be_len, 4);
+    wire_put32(b->data + b->len, rank);
+    wire_put32(b->data + b->len + 4, n);
     if (n)
         memcpy(b->data + b->len + 8, bytes, n);
     b->len = need;
     return 0;
-}
-
-uint32_t blocks_u32(const uint8_t *p)
-{
-    uint32_t be;
-    memcpy(&be, p, 4);
-    return ntohl(be);
 }

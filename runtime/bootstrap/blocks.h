@@ -1,5 +1,5 @@
 /* blocks.h - the result of an exchange: a list of entries [u32 rank]
- * [u32 length][bytes], big-endian, in rank order. The tree and PMIx
+ * [u32 length][bytes], big-endian (wire_get32 reads them), in rank order. The tree and PMIx
  * transports build it; libcohort reads it. */
 #ifndef COHORT_BLOCKS_H
 #define COHORT_BLOCKS_H
@@ -14,8 +14,5 @@ struct blocks {
 
 /* Appends one entry. Returns -1 when out of memory. */
 int blocks_add(struct blocks *b, uint32_t rank, const void *bytes, uint32_t n);
-
-/* Reads a big-endian u32 (an entry's rank or length). */
-uint32_t blocks_u32(const uint8_t *p);
 
 #endif

@@ -33,19 +33,6 @@ long long tree_now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void tree_put32(uint8_t *p, uint32_t v)
-{
-    uint32_t be = htonl(v);
-    memcpy(p, &be, 4);
-}
-
-uint32_t tree_get32(const uint8_t *p)
-{
-    uint32_t be;
-    memcpy(&be, p, 4);
-    return ntohl(be);
-}
-
 static void host_of_node(const struct tree *t, uint32_t node, char *buf, size_t len)
 {
     if (!t->l.nodes || hostlist_nth(t->l.nodes, node, buf, len) < 0)
@@ -228,8 +215,8 @@ static void hello_message(const struct tree *t, const uint8_t parent_nonce[AUTH_
                           const uint8_t *hello, uint8_t *msg)
 {
     /* job, step, the parent's nonce, then rank, node and the child's nonce */
-    tree_put32(msg, t->l.job_id);
-    tree_put32(msg + 4, t->l.step_id);
+    wire_put32(msg, t->l.job_id);
+    wire_put32(msg + 4, t->l.step_id);
     memcpy(msg + 8, parent_nonce, AUTH_NONCE_LEN);
     memcpy(msg + 8 + AUTH_NONCE_LEN, hello, 8 + AUTH_NONCE_LEN);
 }
@@ -313,8 +300,8 @@ static int join_parent(struct tree *t, long long deadline, struct cohort_err *er
     uint8_t parent_nonce[AUTH_NONCE_LEN];
     memcpy(parent_nonce, f.payload, AUTH_NONCE_LEN);
     conn_consume(&t->parent, &f);
-    tree_put32(hello, t->l.rank);
-    tree_put32(hello + 4, t->node);
+    wire_put32(hello, t->l.rank);
+    wire_put32(hello + 4, t->node);
     if (auth_nonce(hello + 8, err) < 0)
         return -1;
     hello_message(t, parent_nonce, hello, msg);
@@ -339,7 +326,7 @@ bool tree_hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f)
 {
     if (f->type != WIRE_HELLO || f->len != HELLO_LEN)
         return false;
-    uint32_t rank = tree_get32(f->payload), node = tree_get32(f->payload + 4);
+    uint32_t rank = wire_get32(f->payload), node = wire_get32(f->payload + 4);
     if (rank >= t->l.size || rank == t->l.rank || node >= t->l.num_nodes ||
         t->l.rank_node[rank] != node)
         return false;

@@ -80,7 +80,7 @@ static int take_up(struct tree *t, struct exchange *x, const struct conn *c,
     while (p < end) {
         if (end - p < 8)
             return -1;
-        uint32_t rank = blocks_u32(p), n = blocks_u32(p + 4);
+        uint32_t rank = wire_get32(p), n = wire_get32(p + 4);
         if ((size_t)(end - p - 8) < n || rank >= t->l.size)
             return -1;
         bool from_leader = c->rank == t->node_first[c->node] && c->node != t->node;

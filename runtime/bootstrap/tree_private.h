@@ -37,8 +37,6 @@ struct tree {
 };
 
 long long tree_now_ms(void);
-void tree_put32(uint8_t *p, uint32_t v);
-uint32_t tree_get32(const uint8_t *p);
 
 /* "rank 5 (n2)", "ranks 5, 9 (n2), 12 (n3) and 3 others": ranks sorted. */
 void tree_describe_ranks(const struct tree *t, const uint32_t *ranks, size_t n, char *buf,

@@ -5,7 +5,7 @@
 
 static const uint8_t magic[4] = {'C', 'H', 'R', 'T'};
 
-static void put32(uint8_t *p, uint32_t v)
+void wire_put32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24);
     p[1] = (uint8_t)(v >> 16);
@@ -13,7 +13,7 @@ static void put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-static uint32_t get32(const uint8_t *p)
+uint32_t wire_get32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
@@ -26,8 +26,8 @@ void wire_header(uint8_t out[WIRE_HEADER_LEN], enum wire_type type, uint16_t fla
     out[5] = (uint8_t)type;
     out[6] = (uint8_t)(flags >> 8);
     out[7] = (uint8_t)flags;
-    put32(out + 8, len);
-    put32(out + 12, rank);
+    wire_put32(out + 8, len);
+    wire_put32(out + 12, rank);
 }
 
 const char *wire_type_name(enum wire_type t)
@@ -54,7 +54,7 @@ long wire_decode(const uint8_t *buf, size_t len, uint32_t max_payload, struct wi
         return cohort_fail(err, "unknown bootstrap frame type %u", buf[5]);
     if (len < WIRE_HEADER_LEN)
         return 0;
-    uint32_t payload = get32(buf + 8);
+    uint32_t payload = wire_get32(buf + 8);
     if (payload > max_payload)
         return cohort_fail(err, "bootstrap frame of %u bytes is above the limit of %u",
                            payload, max_payload);
@@ -63,7 +63,7 @@ long wire_decode(const uint8_t *buf, size_t len, uint32_t max_payload, struct wi
     f->type = (enum wire_type)buf[5];
     f->flags = (uint16_t)(buf[6] << 8 | buf[7]);
     f->len = payload;
-    f->rank = get32(buf + 12);
+    f->rank = wire_get32(buf + 12);
     f->payload = buf + WIRE_HEADER_LEN;
     return (long)(WIRE_HEADER_LEN + payload);
 }

@@ -46,4 +46,8 @@ long wire_decode(const uint8_t *buf, size_t len, uint32_t max_payload, struct wi
 
 const char *wire_type_name(enum wire_type t);
 
+/* Big-endian u32s, the byte order of everything the bootstrap sends. */
+void wire_put32(uint8_t *p, uint32_t v);
+uint32_t wire_get32(const uint8_t *p);
+
 #endif

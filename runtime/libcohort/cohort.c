@@ -20,6 +20,7 @@
 #include "step_env.h"
 #include "text_file.h"
 #include "tree.h"
+#include "wire.h"
 #ifdef HAVE_PMIX
 #include "pmix_boot.h"
 #endif
@@ -281,7 +282,7 @@ int cohort_bcast(struct cohort *c, void *buf, size_t len, int root)
                  &n) < 0)
         return -1;
     int rc = 0;
-    if (len && (n != 8 + len || blocks_u32(down) != (uint32_t)root || blocks_u32(down + 4) != len))
+    if (len && (n != 8 + len || wire_get32(down) != (uint32_t)root || wire_get32(down + 4) != len))
         rc = cohort_internal_fail(c, "cohort: cohort_bcast: rank %d sent another length than this rank's %zu",
                   root, len);
     else if (len && !mine)
@@ -302,7 +303,7 @@ int cohort_allgather(struct cohort *c, const void *in, size_t len, void *out)
                   len);
     for (uint32_t r = 0; rc == 0 && len && r < c->step.num_tasks; r++) {
         const uint8_t *e = down + (size_t)r * (8 + len);
-        if (blocks_u32(e) != r || blocks_u32(e + 4) != len)
+        if (wire_get32(e) != r || wire_get32(e + 4) != len)
             rc = cohort_internal_fail(c, "cohort: cohort_allgather: ranks gave different lengths (this one "
                          "%zu)", len);
         else
