@@ -109,9 +109,7 @@ static int describe_step(struct cohort *c, const struct envlist *env, uint16_t *
     if (r && port_range_parse(r, &range, err) < 0)
         return -1;
     uint16_t master;
-    ports_hashed(s->job_id, s->step_id, range, &master, port);
-    if (s->n_resv_ports >= 2)
-        *port = s->resv_ports[1];
+    plan_step_ports(s, range, &master, port);
     return 0;
 }
 

@@ -394,14 +394,20 @@ static int task_env(struct cohort_task_plan *t, const struct cohort_node_plan *p
 
 /* --- the plan --------------------------------------------------------- */
 
+void plan_step_ports(const struct cohort_step *step, struct port_range range, uint16_t *master,
+                     uint16_t *bootstrap)
+{
+    uint16_t hm, hb;
+    ports_hashed(step->job_id, step->step_id, range, &hm, &hb);
+    *master = step->n_resv_ports >= 1 ? step->resv_ports[0] : hm;
+    *bootstrap = step->n_resv_ports >= 2 ? step->resv_ports[1] : hb;
+}
+
 static int ports_for(const struct cohort_step *step, const struct cohort_policy *policy,
                      const struct envlist *env, uint16_t *master, uint16_t *bootstrap,
                      struct cohort_err *err)
 {
-    uint16_t hm, hb;
-    ports_hashed(step->job_id, step->step_id, policy->ports, &hm, &hb);
-    *master = step->n_resv_ports >= 1 ? step->resv_ports[0] : hm;
-    *bootstrap = step->n_resv_ports >= 2 ? step->resv_ports[1] : hb;
+    plan_step_ports(step, policy->ports, master, bootstrap);
     const char *user = envlist_get(env, "MASTER_PORT");
     if (user && port_parse("MASTER_PORT", user, master, err) < 0)
         return -1;

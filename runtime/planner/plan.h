@@ -82,6 +82,12 @@ void plan_free(struct cohort_node_plan *p);
 void plan_master_addr(const struct cohort_step *step, const struct envlist *task_env,
                       char *buf, size_t len);
 
+/* The step's MASTER_PORT and COHORT_BOOTSTRAP_PORT before a user's
+ * MASTER_PORT: Slurm's first two reserved ports, else the pair hashed from
+ * job and step ids into range. */
+void plan_step_ports(const struct cohort_step *step, struct port_range range, uint16_t *master,
+                     uint16_t *bootstrap);
+
 /* The mode as the tasks see it in COHORT_MODE: env, train or infer. */
 const char *plan_mode_name(const struct cohort_node_plan *p);
 
