@@ -6,7 +6,6 @@
  * costs one warning line and the task runs without cohort, unless the admin
  * set strict=yes. */
 #include <errno.h>
-#include <net/if.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +41,8 @@ static struct cohort_topology *topo;
 static struct cohort_step step;
 static struct cohort_node_plan *plan;
 static char planned_gpus[4096]; /* the GPU variables the plan was made with */
-static char route_ifname[IF_NAMESIZE]; /* the interface to MASTER_ADDR, "" unknown */
-static bool route_loopback;
-static char route_error[COHORT_ERR_LEN]; /* why it is unknown */
+static struct master_route route; /* to MASTER_ADDR, found once per node */
+static bool route_found;
 static double setup_ms;                  /* user_init's work on this node */
 
 static double now_ms(void)
@@ -249,18 +247,11 @@ static int make_plan(spank_t sp, struct cohort_err *err)
                       envlist_get(&env, "CUDA_VISIBLE_DEVICES"),
                       envlist_get(&env, "SLURM_GPUS_ON_NODE") != NULL, err) < 0)
         goto out;
-    if (!route_ifname[0] && !route_error[0]) {
-        char master[HOSTLIST_MAX_NAME + 1];
-        struct cohort_err route_err;
-        plan_master_addr(&step, &env, master, sizeof master);
-        if (route_interface(master, route_ifname, sizeof route_ifname, &route_loopback,
-                            &route_err) < 0)
-            snprintf(route_error, sizeof route_error, "%s", route_err.msg);
+    if (!route_found) {
+        master_route_find(&step, &env, &route);
+        route_found = true;
     }
-    if (route_ifname[0]) {
-        pol.socket_ifname = route_ifname;
-        pol.socket_ifname_loopback = route_loopback;
-    }
+    master_route_policy(&route, &pol);
     plan_free(plan);
     plan = NULL;
     rc = plan_node(&step, topo, &pol, &env, &plan, err);
@@ -420,9 +411,6 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
                 now_ms() - start, note[0] ? "; " : "", note);
         for (unsigned i = 0; local == 0 && i < plan->n_notes; i++)
             fprintf(stderr, "cohort: note: %s\n", plan->notes[i]);
-        if (local == 0 && route_error[0])
-            fprintf(stderr, "cohort: note: %s; NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME "
-                            "are left unset\n", route_error);
     }
     return 0;
 }

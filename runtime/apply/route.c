@@ -78,3 +78,23 @@ int route_interface(const char *host, char *ifname, size_t len, bool *loopback,
     freeifaddrs(ifs);
     return rc;
 }
+
+void master_route_find(const struct cohort_step *step, const struct envlist *task_env,
+                       struct master_route *r)
+{
+    char master[HOSTLIST_MAX_NAME + 1];
+    struct cohort_err err;
+    memset(r, 0, sizeof *r);
+    plan_master_addr(step, task_env, master, sizeof master);
+    if (route_interface(master, r->ifname, sizeof r->ifname, &r->loopback, &err) < 0) {
+        r->ifname[0] = '\0';
+        snprintf(r->error, sizeof r->error, "%s", err.msg);
+    }
+}
+
+void master_route_policy(const struct master_route *r, struct cohort_policy *pol)
+{
+    pol->socket_ifname = r->ifname[0] ? r->ifname : NULL;
+    pol->socket_ifname_loopback = r->loopback;
+    pol->socket_route_error = r->error[0] ? r->error : NULL;
+}

@@ -16,6 +16,7 @@ void policy_init(struct cohort_policy *p)
     p->bind = true;
     p->socket_ifname = NULL;
     p->socket_ifname_loopback = false;
+    p->socket_route_error = NULL;
     p->ports.lo = PORTS_DEFAULT_LO;
     p->ports.hi = PORTS_DEFAULT_HI;
 }
@@ -491,6 +492,9 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
                  p->master_addr, policy->socket_ifname);
     else if (policy->socket_ifname && strlen(policy->socket_ifname) < sizeof p->socket_ifname)
         snprintf(p->socket_ifname, sizeof p->socket_ifname, "%s", policy->socket_ifname);
+    else if (policy->socket_route_error)
+        add_note(p, "%s; NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are left unset",
+                 policy->socket_route_error);
     if (ports_for(step, policy, env, &master_port, &bootstrap_port, err) < 0)
         goto fail;
 

@@ -29,6 +29,8 @@ struct cohort_policy {
      * only when the step has one node. */
     const char *socket_ifname;
     bool socket_ifname_loopback;
+    /* Why the shell found no such interface (a note says it), or NULL. */
+    const char *socket_route_error;
 };
 
 void policy_init(struct cohort_policy *p);

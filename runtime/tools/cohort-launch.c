@@ -117,9 +117,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s%s%s\n", line, note[0] ? "; " : "", note);
         for (unsigned i = 0; i < tp.plan->n_notes; i++)
             fprintf(stderr, "cohort: note: %s\n", tp.plan->notes[i]);
-        if (tp.route_error[0])
-            fprintf(stderr, "cohort: note: %s; NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME "
-                            "are left unset\n", tp.route_error);
     }
     task_plan_free(&tp);
     execvp(argv[optind], argv + optind);

@@ -1,7 +1,6 @@
 /* task_plan.c - environment -> step -> plan for the command-line shells. */
 #include "task_plan.h"
 
-#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,15 +86,10 @@ int task_plan_build(const struct task_plan_request *req, struct task_plan *tp,
         if (bad)
             goto out;
     }
-    char master[HOSTLIST_MAX_NAME + 1], ifname[IF_NAMESIZE];
-    struct cohort_err route_err;
+    struct master_route route;
     if (req->find_route) {
-        plan_master_addr(&tp->step, &tp->env, master, sizeof master);
-        if (route_interface(master, ifname, sizeof ifname, &policy.socket_ifname_loopback,
-                            &route_err) == 0)
-            policy.socket_ifname = ifname;
-        else
-            snprintf(tp->route_error, sizeof tp->route_error, "%s", route_err.msg);
+        master_route_find(&tp->step, &tp->env, &route);
+        master_route_policy(&route, &policy);
     }
     rc = plan_node(&tp->step, tp->topo, &policy, &tp->env, &tp->plan, err);
 out:

@@ -26,7 +26,6 @@ struct task_plan {
     struct cohort_step step;
     struct cohort_topology *topo;
     struct cohort_node_plan *plan;
-    char route_error[COHORT_ERR_LEN]; /* why no socket interface was set, or "" */
 };
 
 int task_plan_build(const struct task_plan_request *req, struct task_plan *out,

@@ -135,6 +135,15 @@ static void socket_ifname_cases(void)
     done(&r);
 
     policy_init(&pol);
+    pol.socket_route_error = "cannot resolve MASTER_ADDR 'n1': Name or service not known";
+    run_policy(&r, two_nodes, NULL, &pol);
+    ok(r.rc == 0 && !var(&r, "NCCL_SOCKET_IFNAME") && r.plan->n_notes == 1 &&
+           strstr(r.plan->notes[0], "cannot resolve MASTER_ADDR 'n1'") &&
+           strstr(r.plan->notes[0], "are left unset"),
+       "no route found: no socket interface, and a note saying why");
+    done(&r);
+
+    policy_init(&pol);
     run_policy(&r, one_node, NULL, &pol);
     ok(r.rc == 0 && !var(&r, "NCCL_SOCKET_IFNAME") &&
            is(&r, "COHORT_MODE", "train"),
