@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -86,12 +85,6 @@ uint32_t *tree_ranks_of_node(const struct tree *t, uint32_t node, size_t *n)
 
 /* --- sockets ---------------------------------------------------------- */
 
-static int nonblocking(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
 static socklen_t unix_address(const struct tree *t, uint32_t node, struct sockaddr_un *sa)
 {
     memset(sa, 0, sizeof *sa);
@@ -154,11 +147,10 @@ static int listen_tcp(struct tree *t, struct cohort_err *err)
     return 0;
 }
 
-/* Connects fd to sa, waiting at most until deadline; 0 when connected. */
+/* Connects fd (non-blocking) to sa, waiting at most until deadline; 0 when
+ * connected. */
 static int connect_by(int fd, const struct sockaddr *sa, socklen_t len, long long deadline)
 {
-    if (nonblocking(fd) < 0)
-        return -1;
     if (connect(fd, sa, len) == 0)
         return 0;
     if (errno != EINPROGRESS)
@@ -180,7 +172,7 @@ static int connect_parent(struct tree *t, long long deadline, int *fd_out)
     if (!t->is_leader) {
         struct sockaddr_un sa;
         socklen_t len = unix_address(t, t->node, &sa);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0 || connect_by(fd, (struct sockaddr *)&sa, len, deadline) < 0) {
             if (fd >= 0)
                 close(fd);
@@ -196,7 +188,7 @@ static int connect_parent(struct tree *t, long long deadline, int *fd_out)
         return -1;
     int rc = -1;
     for (struct addrinfo *ai = res; ai && rc < 0; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd >= 0 && connect_by(fd, ai->ai_addr, ai->ai_addrlen, deadline) == 0) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -348,6 +340,7 @@ bool tree_hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f)
     c->rank = rank;
     c->node = node;
     c->ready = true;
+    t->ready_kids++;
     return true;
 }
 

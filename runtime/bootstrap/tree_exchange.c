@@ -163,7 +163,6 @@ static int serve_kid(struct tree *t, struct exchange *x, size_t i, short revents
                 tree_drop_kid(t, i); /* a stranger, or a bad proof: the job goes on */
                 return 1;
             }
-            t->ready_kids++;
             conn_consume(c, &f);
             continue;
         }

@@ -50,7 +50,8 @@ int tree_write_all(struct conn *c, long long deadline, struct cohort_err *err);
 
 /* Parent side: accepts every pending connection on lfd and challenges it. */
 void tree_accept_kids(struct tree *t, int lfd);
-/* Whether a hello names a child we expect and is signed; then welcomes it. */
+/* Whether a hello names a child we expect and is signed; then welcomes it
+ * and counts it ready. */
 bool tree_hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f);
 void tree_drop_kid(struct tree *t, size_t i);
 
