@@ -52,6 +52,20 @@ static int spread_abort(struct tree *t, const struct conn *from, const char *msg
     return cohort_fail(err, "%s", msg);
 }
 
+/* Root: keeps rank's block. Returns -1 when it came already, or out of
+ * memory. */
+static int root_store(struct exchange *x, uint32_t rank, const uint8_t *data, uint32_t n)
+{
+    if (x->have[rank] || (n && !(x->data[rank] = malloc(n))))
+        return -1;
+    if (n)
+        memcpy(x->data[rank], data, n);
+    x->have[rank] = true;
+    x->len[rank] = n;
+    x->count++;
+    return 0;
+}
+
 static int root_finish(struct tree *t, struct exchange *x)
 {
     struct blocks all = {0};
@@ -62,12 +76,10 @@ static int root_finish(struct tree *t, struct exchange *x)
         }
     x->down = all.data;
     x->down_len = (uint32_t)all.len;
-    uint8_t *buf = all.data;
-    size_t len = all.len;
     x->done = true;
     for (size_t i = 0; i < t->n_kids; i++)
         if (t->kids[i].ready &&
-            conn_queue(&t->kids[i], WIRE_DOWN, x->seq, t->l.rank, buf, (uint32_t)len) < 0)
+            conn_queue(&t->kids[i], WIRE_DOWN, x->seq, t->l.rank, x->down, x->down_len) < 0)
             return -1;
     return 0;
 }
@@ -86,17 +98,8 @@ static int take_up(struct tree *t, struct exchange *x, const struct conn *c,
         bool from_leader = c->rank == t->node_first[c->node] && c->node != t->node;
         if (from_leader ? t->l.rank_node[rank] != c->node : rank != c->rank)
             return -1;
-        if (t->is_root) {
-            if (x->have[rank])
-                return -1;
-            x->have[rank] = true;
-            x->count++;
-            x->len[rank] = n;
-            if (n && !(x->data[rank] = malloc(n)))
-                return -1;
-            if (n)
-                memcpy(x->data[rank], p + 8, n);
-        } else if (blocks_add(&x->pending, rank, p + 8, n) < 0)
+        if (t->is_root ? root_store(x, rank, p + 8, n) < 0
+                       : blocks_add(&x->pending, rank, p + 8, n) < 0)
             return -1;
         p += 8 + n;
     }
@@ -275,6 +278,14 @@ static int run_exchange(struct tree *t, struct exchange *x, struct cohort_err *e
     struct pollfd *p = NULL;
     size_t cap = 0;
     int rc = -1;
+    /* A peer may have sent its part of this exchange while the last one was
+     * still flushing; those frames wait in its input buffer, and its socket
+     * will not poll readable for them. Take them first. */
+    for (size_t k = t->n_kids; k-- > 0;)
+        if (k < t->n_kids && t->kids[k].in_len && serve_kid(t, x, k, 0, err) < 0)
+            return -1;
+    if (t->parent.in_len && serve_parent(t, x, 0, err) < 0)
+        return -1;
     for (;;) {
         if (t->is_root && !x->done && x->count == t->l.size && root_finish(t, x) < 0) {
             rc = spread_abort(t, NULL, "out of memory in the bootstrap", err);
@@ -381,19 +392,10 @@ int tree_exchange(struct tree *t, const void *mine, uint32_t len, const char *wh
         x.data = calloc(t->l.size, sizeof *x.data);
         x.len = calloc(t->l.size, sizeof *x.len);
         x.have = calloc(t->l.size, sizeof *x.have);
-        if (!x.data || !x.len || !x.have) {
+        if (!x.data || !x.len || !x.have || root_store(&x, 0, mine, len) < 0) {
             cohort_fail(err, "out of memory in the bootstrap");
             goto out;
         }
-        x.have[0] = true;
-        x.count = 1;
-        x.len[0] = len;
-        if (len && !(x.data[0] = malloc(len))) {
-            cohort_fail(err, "out of memory in the bootstrap");
-            goto out;
-        }
-        if (len)
-            memcpy(x.data[0], mine, len);
     } else if (blocks_add(&x.pending, t->l.rank, mine, len) < 0) {
         cohort_fail(err, "out of memory in the bootstrap");
         goto out;
