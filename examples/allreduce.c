@@ -23,21 +23,26 @@ int main(void)
     }
     int rank = cohort_rank(c), size = cohort_size(c);
     const size_t n = 1 << 24; /* 64 MiB of floats */
-    float *buf, first;
+    float *buf, first = -1;
     cudaMalloc((void **)&buf, n * sizeof *buf);
     float *host = malloc(n * sizeof *host);
     for (size_t i = 0; i < n; i++)
         host[i] = (float)rank;
     cudaMemcpy(buf, host, n * sizeof *buf, cudaMemcpyHostToDevice);
-    ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm, 0);
-    cudaStreamSynchronize(0);
-    cudaMemcpy(&first, buf, sizeof first, cudaMemcpyDeviceToHost);
-    if (rank == 0)
-        printf("allreduce over %d ranks: %g (expected %g)\n", size, first,
-               size * (size - 1) / 2.0);
+    ncclResult_t r = ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm, 0);
+    cudaError_t e = cudaStreamSynchronize(0);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(&first, buf, sizeof first, cudaMemcpyDeviceToHost);
+    double expected = size * (size - 1) / 2.0;
+    int ok = r == ncclSuccess && e == cudaSuccess && first == expected;
+    if (!ok)
+        fprintf(stderr, "rank %d: allreduce failed: %s, %s, %g (expected %g)\n", rank,
+                ncclGetErrorString(r), cudaGetErrorString(e), first, expected);
+    else if (rank == 0)
+        printf("allreduce over %d ranks: %g (expected %g)\n", size, first, expected);
     free(host);
     cudaFree(buf);
     ncclCommDestroy(comm);
     cohort_finalize(c);
-    return 0;
+    return !ok;
 }

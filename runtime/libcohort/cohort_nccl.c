@@ -2,6 +2,7 @@
 #include "cohort_nccl.h"
 
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,28 +47,83 @@ static int select_device(struct cohort *c)
     return 0;
 }
 
-/* Polls a non-blocking NCCL init until it is done or the deadline passes. */
-static int wait_comm(struct cohort *c, ncclComm_t comm, long long deadline, const char *what)
+/* Polls a non-blocking communicator's state until its last operation is
+ * over or the deadline passes (then ncclInProgress). */
+static ncclResult_t poll_state(ncclComm_t comm, long long deadline)
 {
     ncclResult_t state = ncclInProgress;
-    while (state == ncclInProgress) {
+    for (;;) {
         if (ncclCommGetAsyncError(comm, &state) != ncclSuccess)
-            state = ncclInternalError;
-        if (state == ncclInProgress && now_ms() > deadline) {
-            ncclCommAbort(comm);
-            return cohort_internal_fail(c, "cohort: the NCCL %s communicator did not come up "
-                                           "within %d s on rank %d; aborted",
-                                        what, cohort_internal_timeout_s(c), cohort_rank(c));
-        }
-        if (state == ncclInProgress) {
-            struct timespec ts = {0, 1000000L}; /* NCCL offers no wait: poll each ms */
-            nanosleep(&ts, NULL);
-        }
+            return ncclInternalError;
+        if (state != ncclInProgress || now_ms() > deadline)
+            return state;
+        struct timespec ts = {0, 1000000L}; /* NCCL offers no wait: poll each ms */
+        nanosleep(&ts, NULL);
     }
-    if (state != ncclSuccess) {
+}
+
+/* Waits for a non-blocking communicator to be ready (its init or split, or
+ * its parent's part in a split) until the deadline, secs after the start.
+ * On failure the caller aborts it. */
+static int wait_comm(struct cohort *c, ncclComm_t comm, long long deadline, int secs,
+                     const char *what)
+{
+    ncclResult_t state = poll_state(comm, deadline);
+    if (state == ncclInProgress)
+        return cohort_internal_fail(c, "cohort: the NCCL %s communicator did not come up "
+                                       "within %d s on rank %d; aborted",
+                                    what, secs, cohort_rank(c));
+    if (state != ncclSuccess)
+        return cohort_internal_fail(c, "cohort: NCCL %s communicator failed on rank %d: %s (%s)",
+                                    what, cohort_rank(c), ncclGetErrorString(state),
+                                    ncclGetLastError(comm));
+    return 0;
+}
+
+/* Frees a non-blocking communicator that is no longer needed: finalize,
+ * polled to the deadline, then destroy (abort when finalizing failed). */
+static void release_comm(ncclComm_t comm, long long deadline)
+{
+    ncclResult_t state = ncclCommFinalize(comm);
+    if (state == ncclInProgress)
+        state = poll_state(comm, deadline);
+    if (state == ncclSuccess)
+        ncclCommDestroy(comm);
+    else
         ncclCommAbort(comm);
-        return cohort_internal_fail(c, "cohort: NCCL %s communicator failed on rank %d: %s",
-                                    what, cohort_rank(c), ncclGetErrorString(state));
+}
+
+/* The communicators handed to the caller, split off the non-blocking one
+ * that came up within the deadline: blocking ones (NCCL calls behave as
+ * usual) sharing its resources, or non-blocking ones polled to the
+ * deadline. The parent takes part in the split as a non-blocking operation
+ * of its own: it is waited for too. On failure *out is aborted and NULL;
+ * the caller aborts the parent. */
+static int split_comm(struct cohort *c, ncclComm_t from, int color, int key, ncclComm_t *out,
+                      bool blocking, long long deadline, int secs, const char *what)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = blocking;
+    config.splitShare = 1;
+    *out = NULL;
+    ncclResult_t r = ncclCommSplit(from, color, key, out, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        cohort_internal_fail(c, "cohort: ncclCommSplit (%s) failed on rank %d: %s (%s)", what,
+                             cohort_rank(c), ncclGetErrorString(r), ncclGetLastError(from));
+        if (*out)
+            ncclCommAbort(*out);
+        *out = NULL;
+        return -1;
+    }
+    if (wait_comm(c, from, deadline, secs, what) < 0 || !*out ||
+        (!blocking && wait_comm(c, *out, deadline, secs, what) < 0)) {
+        if (!*out)
+            cohort_internal_fail(c, "cohort: ncclCommSplit (%s) gave no communicator on rank %d",
+                                 what, cohort_rank(c));
+        else
+            ncclCommAbort(*out);
+        *out = NULL;
+        return -1;
     }
     return 0;
 }
@@ -139,35 +195,41 @@ int cohort_nccl_init(struct cohort *c, ncclComm_t *world, const struct cohort_nc
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     long long deadline = now_ms() + (long long)secs * 1000;
+    ncclComm_t first = NULL;
     if (nroots > 1)
-        r = ncclCommInitRankScalable(world, size, rank, nroots, root_ids, &config);
+        r = ncclCommInitRankScalable(&first, size, rank, nroots, root_ids, &config);
     else
-        r = ncclCommInitRankConfig(world, size, root_ids[0], rank, &config);
+        r = ncclCommInitRankConfig(&first, size, root_ids[0], rank, &config);
     free(root_ids);
     if (r != ncclSuccess && r != ncclInProgress) {
-        cohort_internal_fail(c, "cohort: NCCL init failed on rank %d: %s", rank,
-                             ncclGetErrorString(r));
+        cohort_internal_fail(c, "cohort: NCCL init failed on rank %d: %s (%s)", rank,
+                             ncclGetErrorString(r), ncclGetLastError(first));
+        if (first)
+            ncclCommAbort(first);
         goto out;
     }
-    if (wait_comm(c, *world, deadline, "world") < 0) {
+    if (wait_comm(c, first, deadline, secs, "world") < 0) {
+        ncclCommAbort(first);
+        goto out;
+    }
+    bool blocking = !(opts && opts->nonblocking);
+    if (blocking && split_comm(c, first, 0, rank, world, true, deadline, secs, "world") < 0) {
+        ncclCommAbort(first);
+        goto out;
+    }
+    if (!blocking)
+        *world = first;
+    if (opts && opts->local &&
+        split_comm(c, first, cohort_node_rank(c), cohort_local_rank(c), opts->local, blocking,
+                   deadline, secs, "node-local") < 0) {
+        if (blocking)
+            ncclCommAbort(*world);
+        ncclCommAbort(first);
         *world = NULL;
         goto out;
     }
-    if (opts && opts->local) {
-        *opts->local = NULL;
-        r = ncclCommSplit(*world, cohort_node_rank(c), cohort_local_rank(c), opts->local,
-                          &config);
-        if ((r != ncclSuccess && r != ncclInProgress) ||
-            wait_comm(c, *opts->local, now_ms() + (long long)secs * 1000, "node-local") < 0) {
-            if (r != ncclSuccess && r != ncclInProgress)
-                cohort_internal_fail(c, "cohort: ncclCommSplit failed on rank %d: %s", rank,
-                                     ncclGetErrorString(r));
-            *opts->local = NULL;
-            ncclCommAbort(*world);
-            *world = NULL;
-            goto out;
-        }
-    }
+    if (blocking)
+        release_comm(first, deadline);
     rc = 0;
 out:
     free(all);
