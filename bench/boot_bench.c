@@ -2,9 +2,11 @@
  * (CLOCK_MONOTONIC, shared by all processes of the machine) just before
  * cohort_init, and the time once it holds rank 0's 128-byte blob and has
  * passed a barrier. Prints "T0 T1" in ns; rank 0 adds the number of
- * sockets it holds open ("sockets N"). */
+ * sockets it holds open ("sockets N"). With SPAWN_START_NS (see spawn.c)
+ * it first sleeps until that instant, so that all ranks arrive at once. */
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +43,13 @@ int main(void)
 {
     struct cohort *c;
     unsigned char blob[128];
+    const char *start = getenv("SPAWN_START_NS");
+    if (start) {
+        long long at = atoll(start);
+        struct timespec ts = {.tv_sec = at / 1000000000LL, .tv_nsec = at % 1000000000LL};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
+            ;
+    }
     long long t0 = now_ns();
     if (cohort_init(&c, NULL) != 0) {
         fprintf(stderr, "%s\n", cohort_error(c));

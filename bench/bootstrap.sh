@@ -3,14 +3,23 @@
 # 128-byte blob broadcast from rank 0 and has passed a barrier: cohort's
 # bootstrap (64 ranks per simulated node) and PyTorch's TCPStore (rank 0
 # sets a key, everyone waits for it, then a barrier), N processes on this
-# machine, both in the same run. Prints a Markdown table.
-#   bench/bootstrap.sh BUILDDIR ["COHORT_NS"] ["TCPSTORE_NS"]
+# machine, both in the same run, REPS (1-9) times each (median, and the
+# range). All ranks of a run arrive at once: they sleep until a common
+# instant set far enough ahead for every process to have loaded (Python
+# ranks import torch first); the largest spread of arrivals is printed
+# after the table. Prints a Markdown table.
+#   bench/bootstrap.sh BUILDDIR ["COHORT_NS"] ["TCPSTORE_NS"] [REPS]
+# BUILDDIR without a Makefile: a copy holding only the built bench/boot_bench
+# and tests/bootstrap/spawn, run as is. PYTHON: the interpreter with torch.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: bootstrap.sh BUILDDIR [COHORT_NS] [TCPSTORE_NS]}" && pwd)
 cohort_ns=${2:-64 256 1024 4096}
 store_ns=${3:-64 256}
-make -s -C "$build" bench/boot_bench tests/bootstrap/spawn >/dev/null || exit 1
+reps=${4:-1}
+if [ -f "$build/Makefile" ]; then
+    make -s -C "$build" bench/boot_bench tests/bootstrap/spawn >/dev/null || exit 1
+fi
 spawn="$build/tests/bootstrap/spawn"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -20,27 +29,57 @@ ulimit -n 65536 2>/dev/null
 span() { awk 'NF == 2 && $1 ~ /^[0-9]+$/ { if ($1 > a) a = $1; if ($2 > b) b = $2; n++ }
               END { if (n) printf "%.1f", (b - a) / 1e6; else printf "-" }' "$1"; }
 ranks() { awk 'NF == 2 && $1 ~ /^[0-9]+$/' "$1" | wc -l; }
+# spread FILE: (max T0 - min T0) in ms, how far from simultaneous the arrivals were.
+spread() { awk 'NF == 2 && $1 ~ /^[0-9]+$/ { if (!n++ || $1 < a) a = $1; if ($1 > b) b = $1 }
+                END { printf "%.1f", (b - a) / 1e6 }' "$1"; }
+cores=$(nproc)
+worst_spread=0
+
+# median FILE...: "median (min-max)" of the spans, or the first failure.
+median() {
+    local f v vals=()
+    for f; do
+        v=$(span "$f")
+        [ "$(ranks "$f")" = "$(cat "$f.n")" ] || { echo "failed ($(head -c 200 "$f.err"))"; return; }
+        vals+=("$v")
+    done
+    printf '%s\n' "${vals[@]}" | sort -n | awk '{ v[NR] = $1 }
+        END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              if (NR > 1) printf "%.1f (%s-%s)", m, v[1], v[NR]; else printf "%.1f", m }'
+}
+# run NAME N NODES DELAY_MS PROG...: one run into $out/NAME.N.REP (rep from
+# $r), all ranks starting DELAY_MS after the launch.
+run() {
+    local f="$out/$1.$2.$r"
+    echo "$2" >"$f.n"
+    # appending (O_APPEND): the ranks' lines never overwrite each other
+    : >"$f"
+    SPAWN_START_DELAY_MS=$4 SPAWN_TIMEOUT=1800 COHORT_TIMEOUT=600 "$spawn" "$2" "$3" -- "${@:5}" \
+        >>"$f" 2>"$f.err"
+    worst_spread=$(awk -v a="$worst_spread" -v b="$(spread "$f")" 'BEGIN { print (b > a ? b : a) }')
+    echo "$1 N=$2 run $r: $(span "$f") ms, arrivals within $(spread "$f") ms" >&2
+}
 
 echo "| N | cohort (ms) | root's sockets | TCPStore (ms) | TCPStore / cohort |"
 echo "|---|---|---|---|---|"
 for n in $cohort_ns; do
     nodes=$(( n / 64 > 0 ? n / 64 : 1 ))
-    # appending (O_APPEND): the ranks' lines never overwrite each other
-    : >"$out/cohort.$n"
-    SPAWN_TIMEOUT=900 COHORT_TIMEOUT=600 "$spawn" "$n" "$nodes" -- "$build/bench/boot_bench" \
-        >>"$out/cohort.$n" 2>"$out/cohort.$n.err"
-    c=$(span "$out/cohort.$n")
-    [ "$(ranks "$out/cohort.$n")" = "$n" ] || c="failed ($(head -c 200 "$out/cohort.$n.err"))"
-    sockets=$(awk '/^sockets/ {print $2}' "$out/cohort.$n")
+    for r in $(seq "$reps"); do
+        run cohort "$n" "$nodes" $((1000 + n * 5 / cores)) "$build/bench/boot_bench"
+    done
+    c=$(median "$out"/cohort."$n".?)
+    sockets=$(awk '/^sockets/ {print $2}' "$out/cohort.$n.1")
     s="not run"
     ratio="-"
     if [[ " $store_ns " == *" $n "* ]]; then
-        : >"$out/store.$n"
-        SPAWN_TIMEOUT=1800 "$spawn" "$n" "$nodes" -- /usr/bin/python3 "$here/tcpstore_rank.py" \
-            >>"$out/store.$n" 2>"$out/store.$n.err"
-        s=$(span "$out/store.$n")
-        [ "$(ranks "$out/store.$n")" = "$n" ] || s="failed ($(head -c 200 "$out/store.$n.err"))"
+        for r in $(seq "$reps"); do
+            run store "$n" "$nodes" $((3000 + n * 2500 / cores)) "${PYTHON:-/usr/bin/python3}" \
+                "$here/tcpstore_rank.py"
+        done
+        s=$(median "$out"/store."$n".?)
         ratio=$(awk -v s="$s" -v c="$c" 'BEGIN { if (c + 0 > 0 && s + 0 > 0) printf "%.1f", s / c; else print "-" }')
     fi
     echo "| $n | $c | $sockets | $s | $ratio |"
 done
+echo
+echo "Arrivals of each run within $worst_spread ms of each other ($cores CPUs)."

@@ -1,7 +1,8 @@
 # tcpstore_rank.py - one rank of the same work with PyTorch's TCPStore: its
 # arrival time just before joining the store, then rank 0 sets a 128-byte
 # key, everyone waits for it, and a barrier (a counter and a "go" key).
-# Prints "T0 T1" in ns (CLOCK_MONOTONIC, as boot_bench.c).
+# Prints "T0 T1" in ns (CLOCK_MONOTONIC, as boot_bench.c). With
+# SPAWN_START_NS it first sleeps until that instant, as boot_bench.c.
 import os
 import time
 from datetime import timedelta
@@ -11,6 +12,9 @@ from torch.distributed import TCPStore
 rank = int(os.environ["SLURM_PROCID"])
 size = int(os.environ["SLURM_STEP_NUM_TASKS"])
 port = int(os.environ["COHORT_BOOTSTRAP_PORT"])
+start = int(os.environ.get("SPAWN_START_NS", "0"))
+while time.monotonic_ns() < start:
+    time.sleep((start - time.monotonic_ns()) / 1e9)
 t0 = time.monotonic_ns()
 store = TCPStore("127.0.0.1", port, size, rank == 0, timedelta(seconds=600),
                  wait_for_workers=False)

@@ -10,7 +10,9 @@
  * to the root's port and misbehaves (it prints "stranger: dropped" when the
  * root closes it); then the last rank starts. --bad-secret: that rank gets
  * another secret. Everything is killed after 120 s, or $SPAWN_TIMEOUT
- * ("spawn: timeout"). */
+ * ("spawn: timeout"). For the benchmark, $SPAWN_START_DELAY_MS gives every
+ * task SPAWN_START_NS: a common instant (CLOCK_MONOTONIC) that long after
+ * the start, at which they all begin at once. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -176,6 +178,15 @@ int main(int argc, char **argv)
     const char *limit = getenv("SPAWN_TIMEOUT");
     alarm(limit && atoi(limit) > 0 ? (unsigned)atoi(limit) : 120);
     setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *delay = getenv("SPAWN_START_DELAY_MS");
+    if (delay) {
+        struct timespec now;
+        char at[32];
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        snprintf(at, sizeof at, "%lld",
+                 (long long)now.tv_sec * 1000000000LL + now.tv_nsec + atoll(delay) * 1000000LL);
+        setenv("SPAWN_START_NS", at, 1);
+    }
     int held = -1;
     for (int r = 0; r < n_tasks; r++) {
         if (mode && r == n_tasks - 1)

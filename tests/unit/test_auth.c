@@ -43,6 +43,12 @@ int main(void)
     ok(!auth_check(&k1, "hello", msg, sizeof msg, other), "a flipped bit fails");
     ok(auth_mac(&k1, "", NULL, 0, mac) == 0 && auth_check(&k1, "", NULL, 0, mac),
        "empty label and message");
+    static const uint8_t kat[AUTH_MAC_LEN] = {
+        0xae, 0x30, 0x4b, 0x77, 0x24, 0xe8, 0x06, 0xe6, 0x32, 0x07, 0x38, 0xdd, 0xf0, 0xc4, 0x5a, 0x93,
+        0xf0, 0x81, 0xad, 0x7f, 0xa2, 0x68, 0x43, 0x6b, 0x4e, 0xa2, 0xb6, 0x07, 0x3c, 0xcd, 0x41, 0x78};
+    ok(auth_mac(&k1, "kat", (const uint8_t *)"abc", 3, mac) == 0 &&
+           memcmp(mac, kat, AUTH_MAC_LEN) == 0,
+       "the MAC is standard HMAC-SHA256 of \"kat\\0abc\" (value from Python's hmac)");
     uint8_t n1[AUTH_NONCE_LEN], n2[AUTH_NONCE_LEN];
     ok(auth_nonce(n1, &err) == 0 && auth_nonce(n2, &err) == 0 &&
            memcmp(n1, n2, AUTH_NONCE_LEN) != 0,
