@@ -7,7 +7,8 @@
 # range). All ranks of a run arrive at once: they sleep until a common
 # instant set far enough ahead for every process to have loaded (Python
 # ranks import torch first); the largest spread of arrivals is printed
-# after the table. Prints a Markdown table.
+# after the table (PY_MS_PER_RANK: the CPU time, in ms, one Python rank
+# takes to load torch, 2500 if unset). Prints a Markdown table.
 #   bench/bootstrap.sh BUILDDIR ["COHORT_NS"] ["TCPSTORE_NS"] [REPS]
 # BUILDDIR without a Makefile: a copy holding only the built bench/boot_bench
 # and tests/bootstrap/spawn, run as is. PYTHON: the interpreter with torch.
@@ -73,8 +74,8 @@ for n in $cohort_ns; do
     ratio="-"
     if [[ " $store_ns " == *" $n "* ]]; then
         for r in $(seq "$reps"); do
-            run store "$n" "$nodes" $((3000 + n * 2500 / cores)) "${PYTHON:-/usr/bin/python3}" \
-                "$here/tcpstore_rank.py"
+            run store "$n" "$nodes" $((3000 + n * ${PY_MS_PER_RANK:-2500} / cores)) \
+                "${PYTHON:-/usr/bin/python3}" "$here/tcpstore_rank.py"
         done
         s=$(median "$out"/store."$n".?)
         ratio=$(awk -v s="$s" -v c="$c" 'BEGIN { if (c + 0 > 0 && s + 0 > 0) printf "%.1f", s / c; else print "-" }')

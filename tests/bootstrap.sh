@@ -3,7 +3,8 @@
 # simulated nodes (tests/bootstrap/spawn): results of bcast, allgather and
 # barrier up to 1024 ranks; strangers without the secret dropped while the
 # ranks complete; a rank with another secret, and ranks killed at each
-# phase, named in every survivor's one-line failure; bad settings. TAP.
+# phase, named in every survivor's one-line failure; bad settings; without
+# COHORT_SECRET, munge in its place (a private munged). TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/bootstrap/boot_check"
@@ -74,8 +75,34 @@ bad() { # bad WANT VAR=VALUE...: a one-rank step fails at once with one line
 }
 bad "COHORT_TIMEOUT='soon' is not a number of seconds" COHORT_TIMEOUT=soon
 bad "COHORT_SECRET must be 64 hex digits" COHORT_SECRET=abc
-bad "COHORT_SECRET is not set" -u COHORT_SECRET
+bad "COHORT_SECRET is not set and munge cannot stand in" -u COHORT_SECRET \
+    COHORT_MUNGE_SOCKET="$tmp/no-munged"
 bad "COHORT_BOOTSTRAP_PORT='x'" COHORT_BOOTSTRAP_PORT=x
 bad "not inside a Slurm job step" -u SLURM_STEP_NODELIST
+
+# --- no COHORT_SECRET: munge vouches instead (a munged of this test's own) --
+if ! grep -q '^#define HAVE_MUNGE 1' "$COHORT_BUILDDIR/config.h"; then
+    skip "munge in place of the secret" "built without munge (libmunge-dev)"
+elif ! command -v munged >/dev/null || ! command -v mungekey >/dev/null; then
+    skip "munge in place of the secret" "munged and mungekey are not installed (munge)"
+else
+    mkdir -m 700 "$tmp/munge"
+    if mungekey -c -k "$tmp/munge/key" 2>"$tmp/munge.err" &&
+        munged --key-file="$tmp/munge/key" --socket="$tmp/munge/sock" --force \
+            --pid-file="$tmp/munge/pid" --seed-file="$tmp/munge/seed" \
+            --log-file="$tmp/munge/log" 2>>"$tmp/munge.err"; then
+        trap 'kill "$(cat "$tmp/munge/pid")"; rm -rf "$tmp"' EXIT
+        COHORT_MUNGE_SOCKET="$tmp/munge/sock" "$spawn" 64 4 -- \
+            sh -c 'unset COHORT_SECRET; exec "$0"' "$check" >"$tmp/out" 2>&1
+        [ "$(grep -c ': ok via tcp$' "$tmp/out")" = 64 ]
+        ok $? "no COHORT_SECRET, munged running: 64 ranks on 4 nodes authenticate with munge ($(tail -1 "$tmp/out"); $(grep -m1 FAIL "$tmp/out"))"
+        COHORT_MUNGE_SOCKET="$tmp/munge/sock" "$spawn" 8 2 --stranger wrong-mac -- \
+            sh -c 'unset COHORT_SECRET; exec "$0"' "$check" >"$tmp/out" 2>&1
+        [ "$(grep -c ': ok via tcp$' "$tmp/out")" = 8 ] && grep -q '^stranger: dropped' "$tmp/out"
+        ok $? "with munge, a stranger with a made-up proof is dropped and the 8 ranks complete ($(grep -m1 FAIL "$tmp/out"))"
+    else
+        bail "could not start a private munged: $(tail -2 "$tmp/munge.err")"
+    fi
+fi
 
 tap_done

@@ -223,9 +223,13 @@ ok $? "libcohort over TCP between 3 hosts (9 ranks, secret from the plugin): bca
 run "$tmp/boot-pmix" srun --mpi=pmix -N2 --ntasks-per-node=2 --cohort=env "$boot"
 [ "$(grep -c ': ok via pmix$' "$tmp/boot-pmix")" = 4 ]
 ok $? "libcohort under srun --mpi=pmix uses PMIx: bcast, allgather, barrier ($(grep -m1 FAIL "$tmp/boot-pmix"; head -c 200 "$tmp/boot-pmix.err"))"
-run "$tmp/boot-off" srun -N2 -n2 --cohort=off "$boot"
-[ "$(grep -c 'FAIL: cohort: COHORT_SECRET is not set' "$tmp/boot-off")" = 2 ]
-ok $? "libcohort without the plugin's secret: one clear line per rank"
+run "$tmp/boot-munge" srun -N3 --ntasks-per-node=2 --cohort=off \
+    --export=ALL,COHORT_MUNGE_SOCKET="$dir/munge/munge.sock" "$boot"
+[ "$(grep -c ': ok via tcp$' "$tmp/boot-munge")" = 6 ]
+ok $? "libcohort without the plugin (no COHORT_SECRET): munge authenticates across 3 hosts ($(grep -m1 FAIL "$tmp/boot-munge"; head -c 200 "$tmp/boot-munge.err"))"
+run "$tmp/boot-off" srun -N2 -n2 --cohort=off --export=ALL,COHORT_MUNGE_SOCKET=/nonexistent "$boot"
+[ "$(grep -c 'FAIL: cohort: COHORT_SECRET is not set and munge cannot stand in' "$tmp/boot-off")" = 2 ]
+ok $? "libcohort with neither the secret nor munge: one clear line per rank"
 
 # --- unchanged PyTorch -----------------------------------------------------
 if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then

@@ -1,7 +1,9 @@
-/* auth.h - proof of holding the step's secret, with Nettle's HMAC-SHA256:
- * the 32-byte key from COHORT_SECRET (64 hex digits), random nonces, MACs
- * over a label and a message, and constant-time comparison. The secret
- * never appears in an error message. */
+/* auth.h - proofs that a peer belongs to the step. With the step's secret
+ * (COHORT_SECRET, 64 hex digits, set by the plugin): Nettle's HMAC-SHA256
+ * over a label and a message, compared in constant time; the secret never
+ * appears in an error message. Without it, where built with munge: a munge
+ * credential of the label and message, good when munged vouches that it
+ * was made by this process's user. Random nonces for both. */
 #ifndef COHORT_AUTH_H
 #define COHORT_AUTH_H
 
@@ -14,12 +16,18 @@
 #define AUTH_KEY_LEN 32
 #define AUTH_NONCE_LEN 32
 #define AUTH_MAC_LEN 32
+#define AUTH_PROOF_MAX 640 /* a munge credential of a short message fits */
+
+enum auth_kind { AUTH_SECRET, AUTH_MUNGE };
 
 struct auth_key {
-    uint8_t bytes[AUTH_KEY_LEN];
+    enum auth_kind kind;
+    uint8_t bytes[AUTH_KEY_LEN]; /* AUTH_SECRET */
+    char munge_socket[108];      /* AUTH_MUNGE: munged's socket, "": the default */
 };
 
-/* Parses 64 hex digits. The error names the variable, never its value. */
+/* Parses 64 hex digits into an AUTH_SECRET key. The error names the
+ * variable, never its value. */
 int auth_key_from_hex(const char *name, const char *hex, struct auth_key *key,
                       struct cohort_err *err);
 
@@ -37,5 +45,19 @@ int auth_mac(const struct auth_key *key, const char *label, const uint8_t *msg, 
 /* Whether mac is label's MAC of msg under key, compared in constant time. */
 bool auth_check(const struct auth_key *key, const char *label, const uint8_t *msg,
                 size_t len, const uint8_t mac[AUTH_MAC_LEN]);
+
+/* An AUTH_MUNGE key, once munged answers at socket (NULL: munge's default)
+ * with a credential: else -1 and why, or that this build has no munge. */
+int auth_key_munge(const char *socket, struct auth_key *key, struct cohort_err *err);
+
+/* The proof of label || '\0' || msg under key: the MAC, or a munge
+ * credential. Returns its length (at most AUTH_PROOF_MAX), or -1 and why. */
+int auth_prove(const struct auth_key *key, const char *label, const uint8_t *msg, size_t len,
+               uint8_t out[AUTH_PROOF_MAX], struct cohort_err *err);
+
+/* Whether proof is that of label || '\0' || msg under key (for munge: made
+ * by this process's user, for exactly that message, not replayed). */
+bool auth_verify(const struct auth_key *key, const char *label, const uint8_t *msg, size_t len,
+                 const uint8_t *proof, size_t proof_len);
 
 #endif

@@ -1,5 +1,6 @@
 ## runtime/bootstrap/local.mk - the runtime's bootstrap: frames on the wire,
-## proofs of the step secret (OpenSSL's libcrypto), the two-level tree.
+## proofs of belonging to the step (Nettle's HMAC; munge without a secret),
+## the two-level tree.
 noinst_LTLIBRARIES += runtime/bootstrap/libcohort_bootstrap.la
 runtime_bootstrap_libcohort_bootstrap_la_SOURCES = \
 	runtime/bootstrap/wire.c runtime/bootstrap/wire.h \
@@ -8,8 +9,8 @@ runtime_bootstrap_libcohort_bootstrap_la_SOURCES = \
 	runtime/bootstrap/blocks.c runtime/bootstrap/blocks.h \
 	runtime/bootstrap/tree.c runtime/bootstrap/tree.h \
 	runtime/bootstrap/tree_exchange.c runtime/bootstrap/tree_private.h
-runtime_bootstrap_libcohort_bootstrap_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
-runtime_bootstrap_libcohort_bootstrap_la_LIBADD = $(CRYPTO_LIBS)
+runtime_bootstrap_libcohort_bootstrap_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(MUNGE_CFLAGS)
+runtime_bootstrap_libcohort_bootstrap_la_LIBADD = $(CRYPTO_LIBS) $(MUNGE_LIBS)
 if HAVE_PMIX
 runtime_bootstrap_libcohort_bootstrap_la_SOURCES += runtime/bootstrap/pmix_boot.c \
 	runtime/bootstrap/pmix_boot.h

@@ -23,7 +23,8 @@
 #include "conn.h"
 #include "tree_private.h"
 
-#define HELLO_LEN (4 + 4 + AUTH_NONCE_LEN + AUTH_MAC_LEN)
+/* hello: rank, node, the child's nonce, then its proof */
+#define HELLO_HEAD (4 + 4 + AUTH_NONCE_LEN)
 
 long long tree_now_ms(void)
 {
@@ -285,7 +286,7 @@ static int join_parent(struct tree *t, long long deadline, struct cohort_err *er
     conn_init(&t->parent, fd);
     struct wire_frame f;
     struct cohort_err why;
-    uint8_t hello[HELLO_LEN], msg[8 + AUTH_NONCE_LEN + 8 + AUTH_NONCE_LEN];
+    uint8_t hello[HELLO_HEAD + AUTH_PROOF_MAX], msg[8 + AUTH_NONCE_LEN + 8 + AUTH_NONCE_LEN];
     if (wait_frame(&t->parent, deadline, UNAUTH_MAX_PAYLOAD, &f, &why) < 0 ||
         f.type != WIRE_CHALLENGE || f.len != AUTH_NONCE_LEN)
         return cohort_fail(err, "%s did not send a bootstrap challenge (%s)", name,
@@ -298,16 +299,18 @@ static int join_parent(struct tree *t, long long deadline, struct cohort_err *er
     if (auth_nonce(hello + 8, err) < 0)
         return -1;
     hello_message(t, parent_nonce, hello, msg);
-    auth_mac(&t->key, "cohort-hello", msg, sizeof msg, hello + 8 + AUTH_NONCE_LEN);
-    if (conn_queue(&t->parent, WIRE_HELLO, 0, t->l.rank, hello, sizeof hello) < 0 ||
+    int proof = auth_prove(&t->key, "cohort-hello", msg, sizeof msg, hello + HELLO_HEAD, err);
+    if (proof < 0)
+        return -1;
+    if (conn_queue(&t->parent, WIRE_HELLO, 0, t->l.rank, hello, HELLO_HEAD + (uint32_t)proof) < 0 ||
         tree_write_all(&t->parent, deadline, &why) < 0)
         return cohort_fail(err, "cannot send the bootstrap hello to %s (%s)", name, why.msg);
     if (wait_frame(&t->parent, deadline, UNAUTH_MAX_PAYLOAD, &f, &why) < 0)
         return cohort_fail(err, "%s did not welcome rank %u (%s): does it hold this step's "
                                 "COHORT_SECRET?",
                            name, t->l.rank, why.msg);
-    if (f.type != WIRE_WELCOME || f.len != AUTH_MAC_LEN ||
-        !auth_check(&t->key, "cohort-welcome", msg, sizeof msg, f.payload))
+    if (f.type != WIRE_WELCOME ||
+        !auth_verify(&t->key, "cohort-welcome", msg, sizeof msg, f.payload, f.len))
         return cohort_fail(err, "%s did not prove it holds this step's COHORT_SECRET", name);
     conn_consume(&t->parent, &f);
     t->parent.ready = true;
@@ -317,7 +320,7 @@ static int join_parent(struct tree *t, long long deadline, struct cohort_err *er
 /* Parent side: whether a hello names a child we expect and is signed. */
 bool tree_hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f)
 {
-    if (f->type != WIRE_HELLO || f->len != HELLO_LEN)
+    if (f->type != WIRE_HELLO || f->len <= HELLO_HEAD)
         return false;
     uint32_t rank = wire_get32(f->payload), node = wire_get32(f->payload + 4);
     if (rank >= t->l.size || rank == t->l.rank || node >= t->l.num_nodes ||
@@ -332,11 +335,12 @@ bool tree_hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f)
             return false; /* one connection per rank */
     uint8_t msg[8 + AUTH_NONCE_LEN + 8 + AUTH_NONCE_LEN];
     hello_message(t, c->nonce, f->payload, msg);
-    if (!auth_check(&t->key, "cohort-hello", msg, sizeof msg, f->payload + 8 + AUTH_NONCE_LEN))
+    if (!auth_verify(&t->key, "cohort-hello", msg, sizeof msg, f->payload + HELLO_HEAD,
+                     f->len - HELLO_HEAD))
         return false;
-    uint8_t mac[AUTH_MAC_LEN];
-    auth_mac(&t->key, "cohort-welcome", msg, sizeof msg, mac);
-    if (conn_queue(c, WIRE_WELCOME, 0, t->l.rank, mac, sizeof mac) < 0)
+    uint8_t proof[AUTH_PROOF_MAX];
+    int n = auth_prove(&t->key, "cohort-welcome", msg, sizeof msg, proof, NULL);
+    if (n < 0 || conn_queue(c, WIRE_WELCOME, 0, t->l.rank, proof, (uint32_t)n) < 0)
         return false;
     c->rank = rank;
     c->node = node;

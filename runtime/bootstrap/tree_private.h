@@ -11,7 +11,7 @@
 #include "conn.h"
 #include "tree.h"
 
-#define UNAUTH_MAX_PAYLOAD 128 /* what a peer may send before it proved itself */
+#define UNAUTH_MAX_PAYLOAD 1024 /* what a peer may send before it proved itself */
 #define MAX_STRANGERS 256      /* unauthenticated connections held at once */
 #define LEADER_GRACE_MS 500    /* leaders wait this long past the root's deadline */
 #define TASK_GRACE_MS 1000     /* tasks, this long */

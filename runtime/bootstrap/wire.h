@@ -17,8 +17,8 @@
 
 enum wire_type {
     WIRE_CHALLENGE = 1, /* parent -> child: the parent's nonce */
-    WIRE_HELLO,         /* child -> parent: rank, node, child's nonce, MAC */
-    WIRE_WELCOME,       /* parent -> child: the parent's MAC (mutual proof) */
+    WIRE_HELLO,         /* child -> parent: rank, node, child's nonce, proof */
+    WIRE_WELCOME,       /* parent -> child: the parent's proof (mutual) */
     WIRE_UP,            /* child -> parent: a block of contributions */
     WIRE_DOWN,          /* parent -> child: the assembled result */
     WIRE_ABORT,         /* either way: a one-sentence reason, the job fails */

@@ -159,12 +159,18 @@ int cohort_init(struct cohort **out, const struct cohort_opts *opts)
     }
     const char *secret = envlist_get(&env, "COHORT_SECRET");
     if (!secret) {
-        cohort_internal_fail(c, "cohort: COHORT_SECRET is not set: the cohort plugin sets it for every step "
-                "(srun --cohort=env|train|infer); without the plugin, export a random "
-                "secret of 64 hex digits before srun");
-        goto out;
-    }
-    if (auth_key_from_hex("COHORT_SECRET", secret, &key, &err) < 0) {
+        /* no plugin: munge vouches for the user instead, where it runs */
+        const char *socket = envlist_get(&env, "COHORT_MUNGE_SOCKET");
+        if (auth_key_munge(socket, &key, &err) < 0) {
+            cohort_internal_fail(c, "cohort: COHORT_SECRET is not set and munge cannot stand "
+                                    "in (%s): the cohort plugin sets it for every step "
+                                    "(srun --cohort=env|train|infer); without the plugin, "
+                                    "export a random secret of 64 hex digits before srun, "
+                                    "or run munged%s",
+                                 err.msg, socket ? "" : " (or set COHORT_MUNGE_SOCKET)");
+            goto out;
+        }
+    } else if (auth_key_from_hex("COHORT_SECRET", secret, &key, &err) < 0) {
         cohort_internal_fail(c, "cohort: %s", err.msg);
         goto out;
     }

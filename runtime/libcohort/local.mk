@@ -7,7 +7,7 @@ runtime_libcohort_libcohort_la_SOURCES = runtime/libcohort/cohort.c runtime/libc
 	runtime/libcohort/cohort_internal.h
 runtime_libcohort_libcohort_la_LIBADD = runtime/bootstrap/libcohort_bootstrap.la \
 	runtime/apply/libcohort_apply.la runtime/planner/libcohort_planner.la \
-	$(CRYPTO_LIBS) $(HWLOC_LIBS) $(PMIX_LIBS)
+	$(CRYPTO_LIBS) $(MUNGE_LIBS) $(HWLOC_LIBS) $(PMIX_LIBS)
 runtime_libcohort_libcohort_la_LDFLAGS = -version-info 0:0:0 \
 	-Wl,--version-script=$(top_srcdir)/runtime/libcohort/cohort.map
 EXTRA_runtime_libcohort_libcohort_la_DEPENDENCIES = $(top_srcdir)/runtime/libcohort/cohort.map
