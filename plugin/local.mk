@@ -5,7 +5,7 @@ spankplugin_LTLIBRARIES = plugin/spank_cohort.la
 plugin_spank_cohort_la_SOURCES = plugin/spank_cohort.c \
 	plugin/plugin_args.c plugin/plugin_args.h
 plugin_spank_cohort_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
-plugin_spank_cohort_la_LDFLAGS = -module -avoid-version -shared \
+plugin_spank_cohort_la_LDFLAGS = $(HARDEN_LDFLAGS) -module -avoid-version -shared \
 	-Wl,--version-script=$(top_srcdir)/plugin/spank_cohort.map
 plugin_spank_cohort_la_LIBADD = runtime/apply/libcohort_apply.la \
 	runtime/planner/libcohort_planner.la $(HWLOC_LIBS)

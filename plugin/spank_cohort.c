@@ -1,10 +1,10 @@
 /* spank_cohort.c - the SPANK plugin. In srun it validates --cohort and
- * creates the step's secret; in slurmstepd it loads the topology and plans
- * the node once (user_init), and in each task sets the variables and binds
- * CPUs and memory (task_init). A job that did not ask (mode off) is never
- * touched; a user's mistake never fails slurm_spank_init; an internal error
- * costs one warning line and the task runs without cohort, unless the admin
- * set strict=yes. */
+ * creates the step's secret; in slurmstepd it gives the step that secret,
+ * loads the topology and plans the node once (user_init), and in each task
+ * sets the variables and binds CPUs and memory (task_init). A job that did
+ * not ask (mode off) is never touched; a user's mistake never fails
+ * slurm_spank_init; an internal error costs one warning line and the task
+ * runs without cohort, unless the admin set strict=yes. */
 #include <errno.h>
 #include <slurm/spank.h>
 #include <stdio.h>
@@ -44,6 +44,16 @@ static char planned_gpus[4096]; /* the GPU variables the plan was made with */
 static struct master_route route; /* to MASTER_ADDR, found once per node */
 static bool route_found;
 static double setup_ms;                  /* user_init's work on this node */
+static char *srun_mode;                  /* COHORT_MODE as srun saw it, or NULL */
+
+/* What slurmstepd must know of srun's environment whatever srun --export
+ * says: srun passes its environment to the tasks only with --export=ALL,
+ * but its SLURM* variables always (NONE, a list, ALL). srun sets these in
+ * local_user_init, after every cli_filter hook; slurmstepd takes them out
+ * of the job's environment in user_init, so that no task sees them. */
+#define SRUN_SECRET "SLURM_COHORT_SRUN_SECRET"   /* the step's secret */
+#define SRUN_MODE "SLURM_COHORT_SRUN_MODE"       /* srun's COHORT_MODE */
+#define SRUN_VERBOSE "SLURM_COHORT_SRUN_VERBOSE" /* srun's COHORT_VERBOSE */
 
 static double now_ms(void)
 {
@@ -168,8 +178,10 @@ static int effective_mode(spank_t sp, enum cohort_plugin_mode *m, struct cohort_
         *m = (enum cohort_plugin_mode)opt_mode;
         return 0;
     }
+    /* in slurmstepd: the job's COHORT_MODE (an --export=...,COHORT_MODE=
+     * wins), else srun's, which reaches the job only with --export=ALL */
     char *v = spank_remote(sp) ? get_env(sp, "COHORT_MODE") : NULL;
-    const char *env = spank_remote(sp) ? v : getenv("COHORT_MODE");
+    const char *env = spank_remote(sp) ? (v ? v : srun_mode) : getenv("COHORT_MODE");
     int rc = 0;
     if (env && plugin_mode_parse(env, m, err) < 0)
         rc = cohort_fail(err, "COHORT_MODE='%s' is not one of off, env, train, infer", env);
@@ -193,36 +205,79 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     return 0;
 }
 
-/* srun, just before launch: give the step its secret (never printed). */
+/* srun: NAME's value, if set, for slurmstepd in FWD. */
+static void forward(const char *name, const char *fwd)
+{
+    const char *v = getenv(name);
+    if (v && setenv(fwd, v, 1) != 0)
+        slurm_error("cohort: cannot pass %s to the tasks", name);
+}
+
+/* srun, just before launch: the step's secret (never printed), the user's
+ * COHORT_SECRET if set, else 64 random hex digits made once per srun; with
+ * COHORT_MODE and COHORT_VERBOSE, for slurmstepd (see SRUN_SECRET). */
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 {
+    static char made[65];
     struct cohort_err err;
     enum cohort_plugin_mode m;
     (void)ac;
     (void)av;
-    if (args_error[0] || effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF ||
-        getenv("COHORT_SECRET"))
+    unsetenv(SRUN_SECRET); /* never what another srun left in the environment */
+    unsetenv(SRUN_MODE);
+    unsetenv(SRUN_VERBOSE);
+    if (args_error[0])
         return 0;
-    unsigned char raw[32];
-    char hex[2 * sizeof raw + 1];
-    size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            slurm_error("cohort: no random bytes for the step secret; the runtime's "
-                        "bootstrap will use its fallback");
-            return 0;
+    forward("COHORT_MODE", SRUN_MODE);
+    forward("COHORT_VERBOSE", SRUN_VERBOSE);
+    if (effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF)
+        return 0;
+    const char *secret = getenv("COHORT_SECRET");
+    if (!secret && !made[0]) {
+        unsigned char raw[32];
+        size_t got = 0;
+        while (got < sizeof raw) {
+            ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                explicit_bzero(raw, sizeof raw);
+                slurm_error("cohort: no random bytes for the step secret; the runtime's "
+                            "bootstrap will use its fallback");
+                return 0;
+            }
+            got += (size_t)n;
         }
-        got += (size_t)n;
+        for (size_t i = 0; i < sizeof raw; i++)
+            snprintf(made + 2 * i, 3, "%02x", raw[i]);
+        explicit_bzero(raw, sizeof raw);
     }
-    for (size_t i = 0; i < sizeof raw; i++)
-        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
-    /* srun refuses spank_setenv here; it passes its own environment on. */
-    if (setenv("COHORT_SECRET", hex, 0) != 0)
+    /* srun refuses spank_setenv here; its environment is the way on. */
+    if (setenv(SRUN_SECRET, secret ? secret : made, 1) != 0)
         slurm_error("cohort: cannot pass the step secret to the tasks");
     return 0;
+}
+
+/* slurmstepd: NAME's value taken out of the job's environment, or NULL. */
+static char *take_env(spank_t sp, const char *name)
+{
+    char *v = get_env(sp, name);
+    if (v)
+        spank_unsetenv(sp, name);
+    return v;
+}
+
+/* slurmstepd, before the tasks fork: the step's secret from srun becomes
+ * every task's COHORT_SECRET, unless the job's environment holds one (the
+ * user's, by --export=ALL or --export=...,COHORT_SECRET=...). */
+static void give_secret(spank_t sp, char *secret)
+{
+    char *own = get_env(sp, "COHORT_SECRET");
+    if (own) {
+        explicit_bzero(own, strlen(own));
+        free(own);
+    } else if (secret && spank_setenv(sp, "COHORT_SECRET", secret, 0) != ESPANK_SUCCESS)
+        slurm_error("cohort: cannot give the tasks the step secret");
 }
 
 /* Plans the node with the GPU variables as the job shows them now. */
@@ -236,8 +291,10 @@ static int make_plan(spank_t sp, struct cohort_err *err)
     pol.bind = mode != PLUGIN_MODE_ENV;
     pol.ports = args.ports;
     int rc = -1;
+    static const char *const secret_var[] = {"COHORT_SECRET"}; /* keys the bootstrap port */
     if (collect_env(sp, &env, plan_vars, sizeof plan_vars / sizeof *plan_vars) < 0 ||
-        collect_env(sp, &env, gpu_vars, sizeof gpu_vars / sizeof *gpu_vars) < 0) {
+        collect_env(sp, &env, gpu_vars, sizeof gpu_vars / sizeof *gpu_vars) < 0 ||
+        collect_env(sp, &env, secret_var, 1) < 0) {
         cohort_fail(err, "out of memory");
         goto out;
     }
@@ -286,7 +343,7 @@ static int setup_node(spank_t sp, struct cohort_err *err)
     const char *dist = envlist_get(&env, "SLURM_DISTRIBUTION");
     const char *hostfile_path = envlist_get(&env, "SLURM_HOSTFILE");
     if (dist && strncmp(dist, "arbitrary", 9) == 0 && hostfile_path &&
-        !(hostfile = read_text_file("SLURM_HOSTFILE", hostfile_path, err)))
+        !(hostfile = read_text_file("SLURM_HOSTFILE", hostfile_path, true, err)))
         goto out;
     if (step_set_layout(&step, envlist_get(&env, "SLURM_STEP_NODELIST"), count,
                         envlist_get(&env, "SLURM_STEP_TASKS_PER_NODE"), dist,
@@ -330,20 +387,27 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     (void)ac;
     (void)av;
     mode = PLUGIN_MODE_OFF;
-    if (args_error[0] || !spank_remote(sp))
+    if (!spank_remote(sp))
         return 0;
     if (spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
         stepid >= BATCH_OR_SPECIAL_STEP)
         return 0; /* the batch script and extern steps are not a parallel step */
+    char *secret = take_env(sp, SRUN_SECRET), *srun_verbose = take_env(sp, SRUN_VERBOSE);
+    free(srun_mode);
+    srun_mode = take_env(sp, SRUN_MODE);
+    if (args_error[0])
+        goto out;
     if (effective_mode(sp, &mode, &err) < 0) {
         snprintf(setup_error, sizeof setup_error, "%s", err.msg);
         mode = PLUGIN_MODE_ENV;
-        return 0;
+        goto out;
     }
     if (mode == PLUGIN_MODE_OFF)
-        return 0;
+        goto out;
+    give_secret(sp, secret);
     char *v = get_env(sp, "COHORT_VERBOSE");
-    verbose = opt_verbose || (v && strcmp(v, "0") != 0 && *v);
+    const char *vv = v ? v : srun_verbose;
+    verbose = opt_verbose || (vv && strcmp(vv, "0") != 0 && *vv);
     free(v);
     double start = now_ms();
     int rc = setup_node(sp, &err);
@@ -352,6 +416,11 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         snprintf(setup_error, sizeof setup_error, "%s", err.msg);
         slurm_verbose("cohort: job %u: %s", step.job_id, err.msg); /* the tasks say it */
     }
+out:
+    if (secret)
+        explicit_bzero(secret, strlen(secret));
+    free(secret);
+    free(srun_verbose);
     return 0;
 }
 
@@ -425,5 +494,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     topology_free(topo);
     topo = NULL;
     step_free(&step);
+    free(srun_mode);
+    srun_mode = NULL;
     return 0;
 }

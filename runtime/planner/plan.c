@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_mask_hwloc.h"
 #include "cpu_share.h"
-#include "layout.h"
 
 void policy_init(struct cohort_policy *p)
 {
@@ -175,15 +175,14 @@ static void make_units(struct gpu_work *w, const struct cohort_topology *topo,
 /* Tasks the user bound to CPUs take the free unit closest to those CPUs,
  * best overlap first across all of them; the others take free units in
  * order. */
-static void assign_units(struct gpu_work *w, const struct cohort_step *step,
-                         uint32_t tasks)
+static void assign_units(struct gpu_work *w, hwloc_bitmap_t *bound_cpus, uint32_t tasks)
 {
     hwloc_bitmap_t tmp = hwloc_bitmap_alloc();
     bool *placed = calloc(tasks, sizeof *placed);
     for (;;) {
         int best_task = -1, best_unit = -1, best_overlap = -1;
         for (uint32_t t = 0; placed && t < tasks; t++) {
-            hwloc_const_bitmap_t bound = step->bound_cpus ? step->bound_cpus[t] : NULL;
+            hwloc_const_bitmap_t bound = bound_cpus ? bound_cpus[t] : NULL;
             if (!bound || placed[t])
                 continue;
             for (unsigned u = 0; u < w->n_units; u++) {
@@ -218,6 +217,23 @@ static void assign_units(struct gpu_work *w, const struct cohort_step *step,
         w->units[u].used++;
     }
     free(placed);
+}
+
+/* The user's CPU binding of the node's tasks as hwloc bitmaps (*out NULL
+ * when the user gave none). Returns 0, or -1 when out of memory. */
+static int bound_to_hwloc(const struct cohort_step *step, uint32_t tasks, hwloc_bitmap_t **out)
+{
+    *out = NULL;
+    if (!step->bound_cpus || step->n_bound < tasks)
+        return 0;
+    hwloc_bitmap_t *bound = calloc(tasks, sizeof *bound);
+    if (!bound)
+        return -1;
+    *out = bound;
+    for (uint32_t t = 0; t < tasks; t++)
+        if (!(bound[t] = cpu_mask_to_hwloc(&step->bound_cpus[t])))
+            return -1;
+    return 0;
 }
 
 static int collect_gpus(struct gpu_work *w, const struct cohort_step *step,
@@ -395,20 +411,11 @@ static int task_env(struct cohort_task_plan *t, const struct cohort_node_plan *p
 
 /* --- the plan --------------------------------------------------------- */
 
-void plan_step_ports(const struct cohort_step *step, struct port_range range, uint16_t *master,
-                     uint16_t *bootstrap)
-{
-    uint16_t hm, hb;
-    ports_hashed(step->job_id, step->step_id, range, &hm, &hb);
-    *master = step->n_resv_ports >= 1 ? step->resv_ports[0] : hm;
-    *bootstrap = step->n_resv_ports >= 2 ? step->resv_ports[1] : hb;
-}
-
 static int ports_for(const struct cohort_step *step, const struct cohort_policy *policy,
                      const struct envlist *env, uint16_t *master, uint16_t *bootstrap,
                      struct cohort_err *err)
 {
-    plan_step_ports(step, policy->ports, master, bootstrap);
+    plan_step_ports(step, policy->ports, envlist_get(env, "COHORT_SECRET"), master, bootstrap);
     const char *user = envlist_get(env, "MASTER_PORT");
     if (user && port_parse("MASTER_PORT", user, master, err) < 0)
         return -1;
@@ -451,16 +458,6 @@ out:
     free(used);
 }
 
-void plan_master_addr(const struct cohort_step *step, const struct envlist *task_env,
-                      char *buf, size_t len)
-{
-    const char *user_addr = envlist_get(task_env, "MASTER_ADDR");
-    if (user_addr)
-        snprintf(buf, len, "%s", user_addr);
-    else
-        layout_task0_host(step, buf, len);
-}
-
 int plan_node(const struct cohort_step *step, const struct cohort_topology *topo,
               const struct cohort_policy *policy, const struct envlist *env,
               struct cohort_node_plan **out, struct cohort_err *err)
@@ -477,8 +474,9 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
     p->n_tasks = n_tasks;
     struct gpu_work w = {0};
     hwloc_bitmap_t *loc = NULL;
-    hwloc_const_bitmap_t allowed =
-        step->allowed_cpus ? step->allowed_cpus : hwloc_topology_get_allowed_cpuset(topo->topo);
+    hwloc_bitmap_t *bound = NULL; /* the user's binding per task, NULL: none */
+    hwloc_bitmap_t step_cpus = NULL;
+    hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(topo->topo);
     uint16_t master_port, bootstrap_port;
     int rc = -1;
 
@@ -500,8 +498,14 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
 
     p->tasks = calloc(p->n_tasks, sizeof *p->tasks);
     loc = calloc(p->n_tasks, sizeof *loc);
-    if (!p->tasks || !loc || collect_gpus(&w, step, topo, p) < 0)
+    if (!p->tasks || !loc || bound_to_hwloc(step, n_tasks, &bound) < 0 ||
+        collect_gpus(&w, step, topo, p) < 0)
         goto oom;
+    if (!cpu_mask_is_empty(&step->allowed_cpus)) {
+        if (!(step_cpus = cpu_mask_to_hwloc(&step->allowed_cpus)))
+            goto oom;
+        allowed = step_cpus;
+    }
     if (w.n) {
         if (p->n_tasks < w.n)
             group_by_locality(topo, w.gpus, w.n);
@@ -510,7 +514,7 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
         if (!w.units || !w.task_unit)
             goto oom;
         make_units(&w, topo, p->n_tasks);
-        assign_units(&w, step, p->n_tasks);
+        assign_units(&w, bound, p->n_tasks);
         if (p->n_tasks > w.n && p->mode == COHORT_MODE_TRAIN)
             add_note(p,
                      "%u tasks share %u GPUs in train mode: LOCAL_RANK is not a CUDA "
@@ -546,9 +550,9 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
                     hwloc_bitmap_or(tp->nodeset, tp->nodeset,
                                     topo->gpus[tp->gpus[i].topo].nodeset);
         }
-        if (step->bound_cpus && step->bound_cpus[t]) {
+        if (bound) {
             tp->cpus_from_user = true;
-            hwloc_bitmap_copy(tp->cpuset, step->bound_cpus[t]);
+            hwloc_bitmap_copy(tp->cpuset, bound[t]);
             continue;
         }
         loc[t] = hwloc_bitmap_alloc();
@@ -587,6 +591,10 @@ done:
     for (uint32_t t = 0; loc && t < n_tasks; t++)
         hwloc_bitmap_free(loc[t]);
     free(loc);
+    for (uint32_t t = 0; bound && t < n_tasks; t++)
+        hwloc_bitmap_free(bound[t]);
+    free(bound);
+    hwloc_bitmap_free(step_cpus);
     for (unsigned u = 0; w.units && u < w.n_units; u++)
         hwloc_bitmap_free(w.units[u].cpuset);
     free(w.units);

@@ -10,6 +10,7 @@
 
 #include "envlist.h"
 #include "hostlist.h"
+#include "plan_step.h" /* plan_master_addr, plan_step_ports: the plan's step-wide values */
 #include "ports.h"
 #include "step.h"
 #include "topology.h"
@@ -78,17 +79,6 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
               const struct cohort_policy *policy, const struct envlist *task_env,
               struct cohort_node_plan **out, struct cohort_err *err);
 void plan_free(struct cohort_node_plan *p);
-
-/* The step's MASTER_ADDR as the plan will set it: the user's, else the host
- * of task 0. Lets a shell find the route to it before planning. */
-void plan_master_addr(const struct cohort_step *step, const struct envlist *task_env,
-                      char *buf, size_t len);
-
-/* The step's MASTER_PORT and COHORT_BOOTSTRAP_PORT before a user's
- * MASTER_PORT: Slurm's first two reserved ports, else the pair hashed from
- * job and step ids into range. */
-void plan_step_ports(const struct cohort_step *step, struct port_range range, uint16_t *master,
-                     uint16_t *bootstrap);
 
 /* The mode as the tasks see it in COHORT_MODE: env, train or infer. */
 const char *plan_mode_name(const struct cohort_node_plan *p);

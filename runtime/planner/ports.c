@@ -93,3 +93,17 @@ void ports_hashed(uint32_t job_id, uint32_t step_id, struct port_range range,
     *master = (uint16_t)(range.lo + m);
     *bootstrap = (uint16_t)(range.lo + (m + 1) % size);
 }
+
+uint16_t ports_keyed(uint32_t job_id, uint32_t step_id, const char *secret,
+                     struct port_range range, uint16_t master)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a over the secret, then mixed */
+    for (const unsigned char *p = (const unsigned char *)secret; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    h = mix64(h ^ mix64(((uint64_t)job_id << 32) | step_id));
+    uint64_t size = (uint64_t)range.hi - range.lo + 1;
+    uint16_t port = (uint16_t)(range.lo + h % size);
+    if (port == master) /* a range holds at least 2 ports */
+        port = port == range.hi ? range.lo : (uint16_t)(port + 1);
+    return port;
+}

@@ -1,10 +1,12 @@
 /* ports.h - the step's rendezvous ports: MASTER_PORT and the runtime's
  * bootstrap port. Sources, in order: a value the user set (MASTER_PORT only),
  * Slurm's reserved ports (SLURM_STEP_RESV_PORTS: first for MASTER_PORT,
- * second for the bootstrap), else a hash of (job id, step id) into an
- * admin-set range. The hash gives every step of a job two ports of its own
- * (steps of one job never collide while there are fewer than range/2 of them)
- * and is the same in every task of the step. */
+ * second for the bootstrap), else a hash into an admin-set range. The hash
+ * of (job id, step id) gives every step of a job two ports of its own (steps
+ * of one job never collide while there are fewer than range/2 of them) and
+ * is the same in every task of the step. Where the step has a secret, the
+ * bootstrap port is hashed from it instead, so that nobody without the
+ * secret can tell the port in advance and take it first. */
 #ifndef COHORT_PORTS_H
 #define COHORT_PORTS_H
 
@@ -33,6 +35,13 @@ int resv_ports_parse(const char *text, uint16_t *out, unsigned max, unsigned *n,
  * bootstrap the port after it (wrapping inside the range). */
 void ports_hashed(uint32_t job_id, uint32_t step_id, struct port_range range,
                   uint16_t *master, uint16_t *bootstrap);
+
+/* The bootstrap port keyed by the step's secret (any text, the same in
+ * every task): a hash of (job, step, secret) into range, never equal to
+ * master. Not a cryptographic function: the port is unpredictable because
+ * the secret is (256 random bits), and 16 bits need no more. */
+uint16_t ports_keyed(uint32_t job_id, uint32_t step_id, const char *secret,
+                     struct port_range range, uint16_t master);
 
 /* Parses a decimal port 1-65535 given in variable name. */
 int port_parse(const char *name, const char *text, uint16_t *out,

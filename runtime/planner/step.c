@@ -11,6 +11,7 @@
 void step_init(struct cohort_step *s)
 {
     memset(s, 0, sizeof *s);
+    cpu_mask_init(&s->allowed_cpus);
     s->rank = s->local_rank = s->node_id = COHORT_UNKNOWN;
 }
 
@@ -23,9 +24,9 @@ void step_free(struct cohort_step *s)
     free(s->gpus);
     free(s->gpu_cuda);
     for (uint32_t i = 0; s->bound_cpus && i < s->n_bound; i++)
-        hwloc_bitmap_free(s->bound_cpus[i]);
+        cpu_mask_free(&s->bound_cpus[i]);
     free(s->bound_cpus);
-    hwloc_bitmap_free(s->allowed_cpus);
+    cpu_mask_free(&s->allowed_cpus);
     step_init(s);
 }
 
@@ -308,8 +309,8 @@ int step_set_gpus(struct cohort_step *s, const char *step_gpus, const char *job_
     return 0;
 }
 
-/* A hex mask ("0x3", "f0") into a bitmap of CPU numbers. */
-static int hex_mask(const char *text, size_t len, hwloc_bitmap_t set)
+/* A hex mask ("0x3", "f0") into a set of CPU numbers. */
+static int hex_mask(const char *text, size_t len, struct cpu_mask *set)
 {
     if (len > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
         text += 2;
@@ -325,8 +326,9 @@ static int hex_mask(const char *text, size_t len, hwloc_bitmap_t set)
         if (v < 0)
             return -1;
         for (int b = 0; b < 4; b++)
-            if (v & (1 << b))
-                hwloc_bitmap_set(set, (unsigned)(4 * i + (size_t)b));
+            if ((v & (1 << b)) && (4 * i + (size_t)b >= CPU_MASK_LIMIT ||
+                                   cpu_mask_set(set, (unsigned)(4 * i + (size_t)b)) < 0))
+                return -1;
     }
     return 0;
 }
@@ -345,7 +347,7 @@ int step_set_cpu_bind(struct cohort_step *s, const char *type, const char *list,
         n_items += (*p == ',');
     const char **items = calloc(n_items, sizeof *items);
     size_t *lens = calloc(n_items, sizeof *lens);
-    s->bound_cpus = calloc(here, sizeof *s->bound_cpus);
+    s->bound_cpus = calloc(here, sizeof *s->bound_cpus); /* zeroed: empty masks */
     s->n_bound = s->bound_cpus ? here : 0;
     if (!items || !lens || !s->bound_cpus) {
         free(items);
@@ -361,17 +363,17 @@ int step_set_cpu_bind(struct cohort_step *s, const char *type, const char *list,
     int rc = 0;
     for (uint32_t t = 0; t < here && rc == 0; t++) {
         size_t i = t % n_items;
-        hwloc_bitmap_t set = s->bound_cpus[t] = hwloc_bitmap_alloc();
+        struct cpu_mask *set = &s->bound_cpus[t];
         if (mask) {
             rc = hex_mask(items[i], lens[i], set);
         } else {
             char *end;
             unsigned long cpu = strtoul(items[i], &end, 0);
-            rc = (end == items[i] + lens[i] && lens[i] && cpu < 1u << 20) ? 0 : -1;
+            rc = (end == items[i] + lens[i] && lens[i] && cpu < CPU_MASK_LIMIT) ? 0 : -1;
             if (!rc)
-                hwloc_bitmap_set(set, (unsigned)cpu);
+                rc = cpu_mask_set(set, (unsigned)cpu);
         }
-        if (rc == 0 && hwloc_bitmap_iszero(set))
+        if (rc == 0 && cpu_mask_is_empty(set))
             rc = -1;
     }
     free(items);
@@ -383,16 +385,15 @@ int step_set_cpu_bind(struct cohort_step *s, const char *type, const char *list,
     return 0;
 }
 
-int step_set_allowed_cpus(struct cohort_step *s, hwloc_const_bitmap_t cpus,
+int step_set_allowed_cpus(struct cohort_step *s, const struct cpu_mask *cpus,
                           struct cohort_err *err)
 {
-    hwloc_bitmap_free(s->allowed_cpus);
-    s->allowed_cpus = NULL;
+    cpu_mask_free(&s->allowed_cpus);
     if (!cpus)
         return 0;
-    if (hwloc_bitmap_iszero(cpus))
+    if (cpu_mask_is_empty(cpus))
         return cohort_fail(err, "the step may use no CPU at all");
-    if (!(s->allowed_cpus = hwloc_bitmap_dup(cpus)))
+    if (cpu_mask_copy(&s->allowed_cpus, cpus) < 0)
         return cohort_fail(err, "out of memory");
     return 0;
 }

@@ -5,10 +5,10 @@
 #ifndef COHORT_STEP_H
 #define COHORT_STEP_H
 
-#include <hwloc.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu_mask.h"
 #include "error.h"
 #include "hostlist.h"
 
@@ -54,13 +54,13 @@ struct cohort_step {
     int *gpu_cuda;
 
     /* Explicit user CPU binding (--cpu-bind=map_cpu/mask_cpu), per local
-     * task, or NULL when the user gave none. */
-    hwloc_bitmap_t *bound_cpus;
+     * task (n_bound of them, never empty), or NULL when the user gave none. */
+    struct cpu_mask *bound_cpus;
     uint32_t n_bound;
 
-    /* CPUs (PU OS indexes) the step may use on this node; NULL: all the
+    /* CPUs (PU OS indexes) the step may use on this node; empty: all the
      * topology allows. */
-    hwloc_bitmap_t allowed_cpus;
+    struct cpu_mask allowed_cpus;
 };
 
 void step_init(struct cohort_step *s);
@@ -101,7 +101,7 @@ int step_set_cpu_bind(struct cohort_step *s, const char *type, const char *list,
                       struct cohort_err *err);
 
 /* The CPUs the step may use (copied); NULL resets to "all". */
-int step_set_allowed_cpus(struct cohort_step *s, hwloc_const_bitmap_t cpus,
+int step_set_allowed_cpus(struct cohort_step *s, const struct cpu_mask *cpus,
                           struct cohort_err *err);
 
 /* Strict decimal uint32 from variable name. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_mask_hwloc.h"
 #include "lean_load.h"
 #include "route.h"
 #include "step_env.h"
@@ -15,7 +16,7 @@ extern char **environ;
 /* NAME=VALUE lines; blank lines and lines starting with '#' are skipped. */
 static int env_from_file(struct envlist *env, const char *path, struct cohort_err *err)
 {
-    char *text = read_text_file("environment file", path, err);
+    char *text = read_text_file("environment file", path, false, err);
     if (!text)
         return -1;
     int rc = 0;
@@ -69,7 +70,7 @@ int task_plan_build(const struct task_plan_request *req, struct task_plan *tp,
     if (range && port_range_parse(range, &policy.ports, err) < 0)
         goto out;
     const char *hostfile = step_env_hostfile(&tp->env);
-    if (hostfile && !(hostfile_text = read_text_file("SLURM_HOSTFILE", hostfile, err)))
+    if (hostfile && !(hostfile_text = read_text_file("SLURM_HOSTFILE", hostfile, true, err)))
         goto out;
     if (step_from_env(&tp->step, &tp->env, hostfile_text, err) < 0)
         goto out;
@@ -77,12 +78,22 @@ int task_plan_build(const struct task_plan_request *req, struct task_plan *tp,
         goto out;
     if (req->cpus) {
         hwloc_bitmap_t set = hwloc_bitmap_alloc();
-        int bad = hwloc_bitmap_list_sscanf(set, req->cpus) < 0 || hwloc_bitmap_iszero(set);
+        struct cpu_mask mask;
+        cpu_mask_init(&mask);
+        int bad = !set || hwloc_bitmap_list_sscanf(set, req->cpus) < 0;
+        /* an open range ("8-") ends with the machine's CPUs */
+        if (!bad && hwloc_bitmap_weight(set) < 0)
+            hwloc_bitmap_and(set, set, hwloc_topology_get_complete_cpuset(tp->topo->topo));
+        bad = bad || hwloc_bitmap_iszero(set);
         if (bad)
             cohort_fail(err, "--cpus '%s' is not a CPU list such as 0-7,16-23", req->cpus);
+        else if ((bad = cpu_mask_from_hwloc(&mask, set) < 0))
+            cohort_fail(err, "--cpus '%s': cohort takes CPU numbers below %u (or memory ran out)",
+                        req->cpus, CPU_MASK_LIMIT);
         else
-            bad = step_set_allowed_cpus(&tp->step, set, err) < 0;
+            bad = step_set_allowed_cpus(&tp->step, &mask, err) < 0;
         hwloc_bitmap_free(set);
+        cpu_mask_free(&mask);
         if (bad)
             goto out;
     }

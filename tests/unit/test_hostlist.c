@@ -10,7 +10,7 @@
 static void expands(const char *expr, const char *expected)
 {
     struct hostlist *hl;
-    struct cohort_err err = {{0}};
+    struct cohort_err err = {0};
     char got[8192] = "", host[HOSTLIST_MAX_NAME + 1];
     if (hostlist_parse(expr, &hl, &err) < 0) {
         ok(0, "'%s' parses (error: %s)", expr, err.msg);
@@ -28,7 +28,7 @@ static void expands(const char *expr, const char *expected)
 static void rejects(const char *expr, const char *part)
 {
     struct hostlist *hl = NULL;
-    struct cohort_err err = {{0}};
+    struct cohort_err err = {0};
     int rc = hostlist_parse(expr, &hl, &err);
     ok(rc < 0 && hl == NULL && strstr(err.msg, part) != NULL,
        "'%s' rejected naming '%s' (message: %s)", expr, part, err.msg);

@@ -14,7 +14,7 @@ static int parse(const char *a, const char *b, struct plugin_args *out, struct c
 int main(void)
 {
     struct plugin_args a;
-    struct cohort_err err = {{0}};
+    struct cohort_err err = {0};
     ok(parse(NULL, NULL, &a, &err) == 0 && a.default_mode == PLUGIN_MODE_OFF &&
            a.membind == MEMBIND_BIND && !a.strict && a.ports.lo == PORTS_DEFAULT_LO &&
            !a.topology[0],

@@ -1,4 +1,5 @@
 /* test_ports.c - port ranges, reserved ports and the hashed fallback. */
+#include <stdio.h>
 #include <string.h>
 
 #include "ports.h"
@@ -7,7 +8,7 @@
 int main(void)
 {
     struct port_range r;
-    struct cohort_err err = {{0}};
+    struct cohort_err err = {0};
     uint16_t p[2];
     unsigned n;
     ok(port_range_parse("20000-32767", &r, &err) == 0 && r.lo == 20000 && r.hi == 32767,
@@ -48,6 +49,27 @@ int main(void)
     ok(m3 != m1, "another job gets another port");
     ports_hashed(7, 0xfffffffbu, def, &m3, &b3); /* the batch step's id */
     ok(m3 >= def.lo && m3 <= def.hi, "batch step id stays in range");
+    /* keyed by the secret: the same in every task, another for another secret */
+    const char *sa = "5f3c9a0e", *sb = "5f3c9a0f";
+    uint16_t ka = ports_keyed(4242, 0, sa, def, m1);
+    ok(ka == ports_keyed(4242, 0, sa, def, m1), "same secret gives the same bootstrap port");
+    ok(ka != ports_keyed(4242, 0, sb, def, m1), "another secret another port (%u)", ka);
+    int inside = 1, seen = 0;
+    static unsigned char hit[65536];
+    for (unsigned i = 0; i < 2000; i++) {
+        char sec[16];
+        snprintf(sec, sizeof sec, "s%u", i);
+        uint16_t k = ports_keyed(4242, 0, sec, def, m1);
+        inside &= k >= def.lo && k <= def.hi && k != m1;
+        seen += !hit[k];
+        hit[k] = 1;
+    }
+    ok(inside, "keyed ports inside the range, never MASTER_PORT");
+    ok(seen > 1800, "2000 secrets spread over the range (%d distinct ports)", seen);
+    struct port_range two = {30000, 30001};
+    ok(ports_keyed(1, 0, sa, two, 30000) == 30001 && ports_keyed(1, 0, sa, two, 30001) == 30000 &&
+           ports_keyed(1, 0, sb, two, 30001) == 30000,
+       "a range of two: the port that is not MASTER_PORT");
     uint16_t v;
     ok(port_parse("MASTER_PORT", "29500", &v, &err) == 0 && v == 29500, "port parses");
     ok(port_parse("MASTER_PORT", "29500x", &v, &err) < 0 && strstr(err.msg, "MASTER_PORT"),

@@ -232,6 +232,19 @@ int main(void)
     snprintf(one, sizeof one, "MASTER_PORT=30005 COHORT_BOOTSTRAP_PORT=%u", hb);
     check("one reserved port: bootstrap hashed", resv1, NULL, COHORT_MODE_TRAIN, one);
 
+    /* A step secret keys the bootstrap port, not MASTER_PORT; reserved ports win. */
+    const char *keyed[] = {STEP("n1", "2", "2"), "SLURM_NODEID=0", "SLURM_PROCID=1",
+                           "SLURM_LOCALID=1", "COHORT_SECRET=0123abcd", NULL};
+    char kexp[64];
+    snprintf(kexp, sizeof kexp, "MASTER_PORT=%u COHORT_BOOTSTRAP_PORT=%u", hm,
+             ports_keyed(1234, 0, "0123abcd", pol.ports, hm));
+    check("secret keys the bootstrap port", keyed, NULL, COHORT_MODE_TRAIN, kexp);
+    const char *keyed_resv[] = {STEP("n1", "2", "2"), "SLURM_NODEID=0", "SLURM_PROCID=1",
+                                "SLURM_LOCALID=1", "COHORT_SECRET=0123abcd",
+                                "SLURM_STEP_RESV_PORTS=30005-30007", NULL};
+    check("reserved ports win over the secret", keyed_resv, NULL, COHORT_MODE_TRAIN,
+          "MASTER_PORT=30005 COHORT_BOOTSTRAP_PORT=30006");
+
     /* The user's MASTER_PORT and MASTER_ADDR win. */
     const char *user[] = {STEP("n[1-2]", "2", "1(x2)"), "SLURM_NODEID=0", "SLURM_PROCID=0",
                           "SLURM_LOCALID=0", "SLURM_STEP_RESV_PORTS=30005-30007",

@@ -8,7 +8,7 @@
 static void parses(const char *text, const char *expected)
 {
     uint32_t *c, n;
-    struct cohort_err err = {{0}};
+    struct cohort_err err = {0};
     char got[512] = "";
     if (tasks_per_node_parse("V", text, 1000, &c, &n, &err) < 0) {
         ok(0, "'%s' parses (%s)", text, err.msg);
@@ -23,7 +23,7 @@ static void parses(const char *text, const char *expected)
 static void rejects(const char *text, const char *part)
 {
     uint32_t *c = NULL, n;
-    struct cohort_err err = {{0}};
+    struct cohort_err err = {0};
     int rc = tasks_per_node_parse("SLURM_STEP_TASKS_PER_NODE", text, 1000, &c, &n, &err);
     ok(rc < 0 && !c && strstr(err.msg, part), "'%s' rejected: %s", text, err.msg);
 }
