@@ -57,8 +57,11 @@ EXTRA_DIST += tests/slurm-cluster.sh tests/cluster/cluster.sh tests/cluster/host
 
 # The runtime's bootstrap: frames, the secret's proofs, the frame decoder's
 # fuzz corpus.
-check_PROGRAMS += tests/unit/test_wire tests/unit/test_auth tests/fuzz/fuzz_wire_replay
-TESTS += tests/unit/test_wire tests/unit/test_auth tests/fuzz/fuzz_wire_replay
+check_PROGRAMS += tests/unit/test_wire tests/unit/test_auth tests/unit/test_session \
+	tests/fuzz/fuzz_wire_replay
+TESTS += tests/unit/test_wire tests/unit/test_auth tests/unit/test_session \
+	tests/fuzz/fuzz_wire_replay
+tests_unit_test_session_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
 tests_unit_test_wire_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
 tests_unit_test_auth_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
 tests_fuzz_fuzz_wire_replay_SOURCES = tests/fuzz/fuzz_wire.c tests/fuzz/replay_main.c
@@ -66,13 +69,26 @@ tests_fuzz_fuzz_wire_replay_CPPFLAGS = $(AM_CPPFLAGS) -DCORPUS='"$(abs_top_srcdi
 tests_fuzz_fuzz_wire_replay_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
 EXTRA_DIST += tests/fuzz/corpus-wire
 
+# The work coordinator's scheduling and lease logic, on a simulated clock.
+check_PROGRAMS += tests/unit/test_sched
+TESTS += tests/unit/test_sched
+tests_unit_test_sched_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/work
+tests_unit_test_sched_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
+
 # libcohort's bootstrap with many processes on this machine.
-check_PROGRAMS += tests/bootstrap/spawn tests/bootstrap/boot_check
+check_PROGRAMS += tests/bootstrap/spawn tests/bootstrap/boot_check tests/bootstrap/attack
 TESTS += tests/bootstrap.sh
 EXTRA_DIST += tests/bootstrap.sh
+tests_bootstrap_attack_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
 tests_bootstrap_boot_check_LDADD = runtime/libcohort/libcohort.la
 # no libtool wrapper script: 1024 of them would cost a minute of shell
 tests_bootstrap_boot_check_LDFLAGS = -no-install
+# libcohort's API for bindings: version, options by size, error codes.
+check_PROGRAMS += tests/bootstrap/errc_check tests/unit/test_api
+TESTS += tests/unit/test_api
+tests_bootstrap_errc_check_LDADD = runtime/libcohort/libcohort.la
+tests_bootstrap_errc_check_LDFLAGS = -no-install
+tests_unit_test_api_LDADD = runtime/libcohort/libcohort.la
 
 TESTS += tests/nccl.sh
 EXTRA_DIST += tests/nccl.sh
@@ -92,3 +108,9 @@ endif
 # for reading when something failed).
 clean-local:
 	rm -rf tests/cluster-run bench-cluster demo-cluster
+
+# Hardening of what runs in slurmstepd or in jobs (relro/now, stack
+# protector, fortify) and libcohort's interface (no hwloc, only cohort_*
+# exported, all of cohort.h exported), read from the built ELF files.
+TESTS += tests/hardening.sh
+EXTRA_DIST += tests/hardening.sh

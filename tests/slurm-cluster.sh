@@ -106,6 +106,7 @@ secret=$(get "$tmp/block" 0 COHORT_SECRET)
 [ ${#secret} = 64 ] && [ "$(awk '{print}' "$tmp/block" | grep -c "COHORT_SECRET=$secret")" = 8 ] &&
     ! grep -q "$secret" "$tmp/block.err" "$dir"/log/*.log
 ok $? "one 64-hex-digit COHORT_SECRET for every task of the step, in no log"
+echo "$secret" >"$tmp/secrets" # for the check of every log at the end
 test "$(get "$tmp/block" 0 NCCL_SOCKET_IFNAME) $(get "$tmp/block" 5 GLOO_SOCKET_IFNAME)" = "eth0 eth0"
 ok $? "NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME: the interface to MASTER_ADDR, on the master's node too"
 
@@ -224,12 +225,88 @@ run "$tmp/boot-pmix" srun --mpi=pmix -N2 --ntasks-per-node=2 --cohort=env "$boot
 [ "$(grep -c ': ok via pmix$' "$tmp/boot-pmix")" = 4 ]
 ok $? "libcohort under srun --mpi=pmix uses PMIx: bcast, allgather, barrier ($(grep -m1 FAIL "$tmp/boot-pmix"; head -c 200 "$tmp/boot-pmix.err"))"
 run "$tmp/boot-munge" srun -N3 --ntasks-per-node=2 --cohort=off \
-    --export=ALL,COHORT_MUNGE_SOCKET="$dir/munge/munge.sock" "$boot"
+    --export=ALL,COHORT_MUNGE_SOCKET="$("$cluster" munge-socket "$dir")" "$boot"
 [ "$(grep -c ': ok via tcp$' "$tmp/boot-munge")" = 6 ]
 ok $? "libcohort without the plugin (no COHORT_SECRET): munge authenticates across 3 hosts ($(grep -m1 FAIL "$tmp/boot-munge"; head -c 200 "$tmp/boot-munge.err"))"
 run "$tmp/boot-off" srun -N2 -n2 --cohort=off --export=ALL,COHORT_MUNGE_SOCKET=/nonexistent "$boot"
 [ "$(grep -c 'FAIL: cohort: COHORT_SECRET is not set and munge cannot stand in' "$tmp/boot-off")" = 2 ]
 ok $? "libcohort with neither the secret nor munge: one clear line per rank"
+
+# --- srun --export: NONE and a list pass the tasks none of srun's
+# environment, yet the step's secret (and COHORT_MODE) must reach them -----
+# Each task prints what its COHORT_SECRET looks like, never the value: set or
+# not, length, hex or not, a hash; rank 0 leaves the value in FILE for the
+# check of the logs at the end. /bin/sh: --export=NONE passes no PATH.
+cat >"$work/secret.sh" <<'END'
+#!/bin/sh
+umask 077
+hex=no
+case ${COHORT_SECRET:-} in *[!0-9a-f]* | '') ;; *) hex=yes ;; esac
+[ -n "${1:-}" ] && [ "$SLURM_PROCID" = 0 ] && printf '%s\n' "${COHORT_SECRET:-}" >"$1"
+echo "host=$SLURMD_NODENAME rank=$SLURM_PROCID set=${COHORT_SECRET+yes} len=${#COHORT_SECRET} hex=$hex" \
+    "hash=$(printf %s "${COHORT_SECRET:-}" | sha256sum | cut -c1-16) mode=${COHORT_MODE:--}" \
+    "srun_vars=$(env | grep -c '^SLURM_COHORT_SRUN_')"
+END
+# seen FILE: what the tasks' lines say, each field's values over all tasks
+# (hashes shortened).
+seen() {
+    awk '{ for (i = 3; i <= NF; i++) { split($i, kv, "="); k = kv[1]; x = k == "hash" ? substr(kv[2], 1, 8) : kv[2]; if (x == "") x = "-"
+             if ((k, x) in had) continue
+             had[k, x]; if (!(k in at)) { at[k] = ++nk; key[nk] = k; vals[k] = x } else vals[k] = vals[k] "," x }
+           if (!($1 in h)) { h[$1]; nh++ } }
+    END { printf "%d tasks on %d hosts:", NR, nh; for (i = 1; i <= nk; i++) printf " %s=%s", key[i], vals[key[i]] }' "$1"
+}
+# one_secret LABEL FILE TASKS [HASH]: TASKS lines from two hosts, one 64-hex
+# secret in all of them (HASH: the user's), no transport variable left.
+one_secret() {
+    local f=$2 hashes
+    hashes=$(sed 's/.* hash=//; s/ .*//' "$f" | sort -u)
+    [ "$(wc -l <"$f")" = "$3" ] && [ "$(awk '{print $1}' "$f" | sort -u | wc -l)" = 2 ] &&
+        [ "$(grep -c ' set=yes len=64 hex=yes hash=' "$f")" = "$3" ] &&
+        [ "$(echo "$hashes" | wc -l)" = 1 ] && { [ -z "${4:-}" ] || [ "$hashes" = "$4" ]; } &&
+        [ "$(grep -c ' srun_vars=0$' "$f")" = "$3" ]
+    ok $? "$1 ($(seen "$f")${4:+; hash of the user value ${4:0:6}} $(head -c 200 "$f.err"))"
+}
+keep_secret() {
+    [ -s "$work/secret.value" ] && cat "$work/secret.value" >>"$tmp/secrets"
+    rm -f "$work/secret.value"
+}
+for e in NONE:train PATH,HOME:env ALL,VAR=x:env; do
+    run "$tmp/export" srun -N2 --ntasks-per-node=2 --cohort="${e##*:}" --export="${e%:*}" \
+        /bin/sh "$work/secret.sh" "$work/secret.value"
+    one_secret "srun --export=${e%:*} --cohort=${e##*:}: all tasks of a 2-node step have the same 64-hex COHORT_SECRET" "$tmp/export" 4
+    keep_secret
+done
+COHORT_MODE=train run "$tmp/export-mode" srun -N2 -n2 --export=NONE /bin/sh "$work/secret.sh" "$work/secret.value"
+keep_secret
+[ "$(grep -c ' len=64 hex=yes .* mode=train ' "$tmp/export-mode")" = 2 ]
+ok $? "COHORT_MODE=train srun --export=NONE: the tasks are in train mode, with the secret ($(seen "$tmp/export-mode"))"
+COHORT_MODE=off run "$tmp/export-off" srun -N2 -n2 --export=NONE /bin/sh "$work/secret.sh"
+[ "$(grep -c ' set= len=0 .* mode=- srun_vars=0$' "$tmp/export-off")" = 2 ]
+ok $? "COHORT_MODE=off srun --export=NONE: no secret, nothing of cohort's in the tasks ($(seen "$tmp/export-off"))"
+# The user's own secret is kept: given by --export=COHORT_SECRET=...,PATH,
+# or exported before srun --export=NONE.
+user=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+user_hash=$(printf %s "$user" | sha256sum | cut -c1-16)
+echo "$user" >"$tmp/user-secret"
+run "$tmp/export-user" srun -N2 -n2 --cohort=train --export=COHORT_SECRET="$user",PATH /bin/sh "$work/secret.sh"
+one_secret "srun --export=COHORT_SECRET=<the user's>,PATH: the user's value in every task" "$tmp/export-user" 2 "$user_hash"
+COHORT_SECRET=$user run "$tmp/export-user2" srun -N2 -n2 --cohort=env --export=NONE /bin/sh "$work/secret.sh"
+one_secret "COHORT_SECRET exported, srun --export=NONE: the user's value in every task" "$tmp/export-user2" 2 "$user_hash"
+run "$tmp/boot-none" srun -N2 --ntasks-per-node=2 --cohort=env --export=NONE "$boot"
+[ "$(grep -c ': ok via tcp$' "$tmp/boot-none")" = 4 ]
+ok $? "libcohort under srun --export=NONE, secret from the plugin: bcast, allgather, barrier across 2 hosts ($(grep -m1 FAIL "$tmp/boot-none"; head -c 200 "$tmp/boot-none.err"))"
+# Without the plugin, --export=NONE passes no COHORT_MUNGE_SOCKET either:
+# libcohort tries munged's default socket (not this cluster's) and says so;
+# a list naming the socket works.
+COHORT_MUNGE_SOCKET=$("$cluster" munge-socket "$dir") run "$tmp/boot-none-off" \
+    srun -N2 -n2 --cohort=off --export=NONE "$boot"
+[ "$(grep -c 'FAIL: cohort: COHORT_SECRET is not set and munge cannot stand in' "$tmp/boot-none-off")" = 2 ]
+ok $? "no plugin, srun --export=NONE: no secret, munge's default socket, one clear line per rank ($(head -c 160 "$tmp/boot-none-off"))"
+run "$tmp/boot-list-munge" srun -N2 -n2 --cohort=off \
+    --export=COHORT_MUNGE_SOCKET="$("$cluster" munge-socket "$dir")" "$boot"
+[ "$(grep -c ': ok via tcp$' "$tmp/boot-list-munge")" = 2 ]
+ok $? "no plugin, srun --export=COHORT_MUNGE_SOCKET=...: munge authenticates ($(grep -m1 FAIL "$tmp/boot-list-munge"; head -c 200 "$tmp/boot-list-munge.err"))"
 
 # --- unchanged PyTorch -----------------------------------------------------
 if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
@@ -274,5 +351,14 @@ rc=$?
 ok $? "an unknown plugstack argument: one line, cohort disabled, the job runs ($(cat "$tmp/badarg.err"))"
 plugstack default=env membind=bind
 no_drained "after every bad input"
+
+# Every step secret the plugin made above (the default export, NONE, a
+# list, ALL) in none of slurmctld's and slurmd's logs nor slurmctld's state;
+# the user's in no log (given in --export's list it is on srun's command
+# line, which slurmctld keeps as the job's command).
+leaks=$(grep -rlF -f "$tmp/secrets" "$dir/log" "$dir/state" 2>/dev/null | sed "s|^$dir/||" | tr '\n' ' ')
+leaks=$leaks$(grep -rlF -f "$tmp/user-secret" "$dir/log" 2>/dev/null | sed "s|^$dir/|user's: |" | tr '\n' ' ')
+[ "$(grep -c '^[0-9a-f]\{64\}$' "$tmp/secrets")" -ge 5 ] && [ -s "$tmp/user-secret" ] && [ -z "$leaks" ]
+ok $? "no step secret in slurmctld's or slurmd's logs or state (checked: $(grep -c '^[0-9a-f]\{64\}$' "$tmp/secrets") made by the plugin in both, the user's in the logs${leaks:+; found in $leaks})"
 
 tap_done

@@ -7,6 +7,7 @@
 #include "auth.h"
 
 #include <errno.h>
+#include <nettle/curve25519.h>
 #include <nettle/hmac.h>
 #include <nettle/memops.h>
 #include <stdio.h>
@@ -33,14 +34,16 @@ int auth_key_from_hex(const char *name, const char *hex, struct auth_key *key,
                       struct cohort_err *err)
 {
     if (!hex || strlen(hex) != 2 * AUTH_KEY_LEN)
-        return cohort_fail(err, "%s must be %d hex digits (srun's cohort plugin sets it)",
-                           name, 2 * AUTH_KEY_LEN);
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "%s must be %d hex digits (srun's cohort plugin sets it)", name,
+                                2 * AUTH_KEY_LEN);
     for (size_t i = 0; i < AUTH_KEY_LEN; i++) {
         int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
         if (hi < 0 || lo < 0) {
             auth_key_clear(key);
-            return cohort_fail(err, "%s must be %d hex digits; it holds other characters",
-                               name, 2 * AUTH_KEY_LEN);
+            return cohort_fail_code(err, COHORT_E_CONFIG,
+                                    "%s must be %d hex digits; it holds other characters", name,
+                                    2 * AUTH_KEY_LEN);
         }
         key->bytes[i] = (uint8_t)(hi << 4 | lo);
     }
@@ -60,11 +63,26 @@ int auth_nonce(uint8_t out[AUTH_NONCE_LEN], struct cohort_err *err)
     while (got < AUTH_NONCE_LEN) {
         ssize_t n = getrandom(out + got, AUTH_NONCE_LEN - got, 0);
         if (n < 0 && errno != EINTR)
-            return cohort_fail(err, "no random bytes for a bootstrap nonce (getrandom: %s)",
-                               strerror(errno));
+            return cohort_fail_code(err, COHORT_E_RESOURCE,
+                                    "no random bytes for a bootstrap nonce (getrandom: %s)",
+                                    strerror(errno));
         got += n > 0 ? (size_t)n : 0;
     }
     return 0;
+}
+
+int auth_dh_keypair(uint8_t priv[AUTH_DH_LEN], uint8_t pub[AUTH_DH_LEN], struct cohort_err *err)
+{
+    if (auth_nonce(priv, err) < 0) /* 32 random bytes; curve25519_mul clamps them */
+        return -1;
+    curve25519_mul_g(pub, priv);
+    return 0;
+}
+
+void auth_dh_shared(const uint8_t priv[AUTH_DH_LEN], const uint8_t peer_pub[AUTH_DH_LEN],
+                    uint8_t out[AUTH_DH_LEN])
+{
+    curve25519_mul(out, priv, peer_pub);
 }
 
 int auth_mac(const struct auth_key *key, const char *label, const uint8_t *msg, size_t len,
@@ -126,10 +144,11 @@ static int munge_prove(const struct auth_key *key, const char *label, const uint
     munge_err_t e = buf && ctx ? munge_encode(&cred, ctx, buf, (int)total) : EMUNGE_NO_MEMORY;
     int n = -1;
     if (e != EMUNGE_SUCCESS)
-        cohort_fail(err, "munge cannot make a credential (%s)",
-                    ctx ? munge_ctx_strerror(ctx) : munge_strerror(e));
+        cohort_fail_code(err, COHORT_E_AUTH, "munge cannot make a credential (%s)",
+                         ctx ? munge_ctx_strerror(ctx) : munge_strerror(e));
     else if (strlen(cred) >= AUTH_PROOF_MAX)
-        cohort_fail(err, "the munge credential is longer than %d bytes", AUTH_PROOF_MAX - 1);
+        cohort_fail_code(err, COHORT_E_AUTH, "the munge credential is longer than %d bytes",
+                         AUTH_PROOF_MAX - 1);
     else {
         n = (int)strlen(cred);
         memcpy(out, cred, (size_t)n);
@@ -174,13 +193,14 @@ int auth_key_munge(const char *socket, struct auth_key *key, struct cohort_err *
     key->kind = AUTH_MUNGE;
     if (snprintf(key->munge_socket, sizeof key->munge_socket, "%s", socket ? socket : "") >=
         (int)sizeof key->munge_socket)
-        return cohort_fail(err, "the munge socket path is longer than %zu bytes",
-                           sizeof key->munge_socket - 1);
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "the munge socket path is longer than %zu bytes",
+                                sizeof key->munge_socket - 1);
     return munge_prove(key, "cohort-probe", NULL, 0, proof, err) < 0 ? -1 : 0;
 #else
     (void)socket;
     (void)key;
-    return cohort_fail(err, "this libcohort was built without munge");
+    return cohort_fail_code(err, COHORT_E_CONFIG, "this libcohort was built without munge");
 #endif
 }
 

@@ -46,6 +46,15 @@ int auth_mac(const struct auth_key *key, const char *label, const uint8_t *msg, 
 bool auth_check(const struct auth_key *key, const char *label, const uint8_t *msg,
                 size_t len, const uint8_t mac[AUTH_MAC_LEN]);
 
+/* Under munge the session's key comes from an X25519 exchange whose
+ * public halves the munge proofs cover (munge proves who, not secrecy):
+ * a fresh private key and its public half. */
+#define AUTH_DH_LEN 32
+int auth_dh_keypair(uint8_t priv[AUTH_DH_LEN], uint8_t pub[AUTH_DH_LEN], struct cohort_err *err);
+/* The shared value of priv and the peer's pub. */
+void auth_dh_shared(const uint8_t priv[AUTH_DH_LEN], const uint8_t peer_pub[AUTH_DH_LEN],
+                    uint8_t out[AUTH_DH_LEN]);
+
 /* An AUTH_MUNGE key, once munged answers at socket (NULL: munge's default)
  * with a credential: else -1 and why, or that this build has no munge. */
 int auth_key_munge(const char *socket, struct auth_key *key, struct cohort_err *err);

@@ -18,6 +18,7 @@ void conn_close(struct conn *c)
 {
     if (c->fd >= 0)
         close(c->fd);
+    session_clear(&c->sess);
     free(c->in);
     free(c->out);
     conn_init(c, -1);
@@ -27,7 +28,7 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 {
     if (need <= *cap)
         return 0;
-    size_t n = *cap ? *cap : 4096;
+    size_t n = *cap ? *cap : 256;
     while (n < need)
         n *= 2;
     uint8_t *p = realloc(*buf, n);
@@ -41,12 +42,16 @@ static int reserve(uint8_t **buf, size_t *cap, size_t need)
 int conn_queue(struct conn *c, enum wire_type type, uint16_t flags, uint32_t rank,
                const void *payload, uint32_t len)
 {
-    if (reserve(&c->out, &c->out_cap, c->out_len + WIRE_HEADER_LEN + len) < 0)
+    size_t trailer = c->sess.on ? SESSION_MAC_LEN : 0;
+    if (reserve(&c->out, &c->out_cap, c->out_len + WIRE_HEADER_LEN + len + trailer) < 0)
         return -1;
-    wire_header(c->out + c->out_len, type, flags, rank, len);
+    uint8_t *h = c->out + c->out_len;
+    wire_header(h, type, flags, rank, len);
     if (len)
-        memcpy(c->out + c->out_len + WIRE_HEADER_LEN, payload, len);
-    c->out_len += WIRE_HEADER_LEN + len;
+        memcpy(h + WIRE_HEADER_LEN, payload, len);
+    if (trailer)
+        session_seal(&c->sess, h, h + WIRE_HEADER_LEN, len, h + WIRE_HEADER_LEN + len);
+    c->out_len += WIRE_HEADER_LEN + len + trailer;
     return 0;
 }
 
@@ -70,13 +75,19 @@ int conn_flush(struct conn *c)
     return 0;
 }
 
+/* Never buffer more than one frame's worth beyond what is decoded. */
+bool conn_full(const struct conn *c, uint32_t max_payload)
+{
+    return c->in_len >= (size_t)max_payload + 2 * WIRE_HEADER_LEN + SESSION_MAC_LEN;
+}
+
 int conn_fill(struct conn *c, uint32_t max_payload)
 {
+    size_t frame = (size_t)max_payload + WIRE_HEADER_LEN + SESSION_MAC_LEN;
     for (;;) {
-        /* Never buffer more than one frame's worth beyond what is decoded. */
-        if (c->in_len >= (size_t)max_payload + 2 * WIRE_HEADER_LEN)
+        if (conn_full(c, max_payload))
             return 0;
-        if (reserve(&c->in, &c->in_cap, c->in_len + 65536) < 0)
+        if (reserve(&c->in, &c->in_cap, c->in_len + (frame < 65536 ? frame : 65536)) < 0)
             return -1;
         ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
         if (n > 0) {
@@ -94,13 +105,21 @@ int conn_fill(struct conn *c, uint32_t max_payload)
 int conn_next(struct conn *c, uint32_t max_payload, struct wire_frame *f,
               struct cohort_err *err)
 {
-    long used = wire_decode(c->in, c->in_len, max_payload, f, err);
-    return used < 0 ? -1 : used > 0;
+    long used = wire_decode(c->in, c->in_len, max_payload, c->sess.on ? SESSION_MAC_LEN : 0, f,
+                            err);
+    if (used <= 0)
+        return used < 0 ? -1 : 0;
+    if (c->sess.on && !session_check(&c->sess, c->in, f->payload, f->len, f->trailer))
+        return cohort_fail(err, "a '%s' frame failed its MAC check (changed, replayed, reordered "
+                                "or injected on the way)", wire_type_name(f->type)) - 1;
+    return 1;
 }
 
 void conn_consume(struct conn *c, const struct wire_frame *f)
 {
-    size_t used = WIRE_HEADER_LEN + f->len;
+    size_t used = WIRE_HEADER_LEN + f->len + (c->sess.on ? SESSION_MAC_LEN : 0);
+    if (c->sess.on)
+        session_advance(&c->sess);
     memmove(c->in, c->in + used, c->in_len - used);
     c->in_len -= used;
 }

@@ -1,7 +1,8 @@
 /* conn.h - one bootstrap connection: a non-blocking socket with an input
  * buffer that frames are decoded from and an output queue that is written
  * as the socket accepts, so that no peer can block another by not
- * reading. */
+ * reading. Once its session is on (session.h), every frame queued is
+ * sealed with a MAC trailer and every frame decoded is checked. */
 #ifndef COHORT_CONN_H
 #define COHORT_CONN_H
 
@@ -9,13 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "session.h"
 #include "wire.h"
 
 struct conn {
     int fd;                 /* -1: closed */
     uint32_t rank, node;    /* the peer, once it proved itself */
     bool ready;             /* authenticated (both ways) */
-    uint8_t nonce[32];      /* the challenge we sent it (as its parent) */
+    struct session sess;
     uint8_t *in;
     size_t in_len, in_cap;
     uint8_t *out;
@@ -36,11 +38,15 @@ int conn_flush(struct conn *c);
  * (the bytes read before stay decodable). */
 int conn_fill(struct conn *c, uint32_t max_payload);
 
+/* Whether the input holds as much as conn_fill will take. */
+bool conn_full(const struct conn *c, uint32_t max_payload);
+
 /* Decodes the next whole frame from the input: 1 with *f (valid until
  * conn_consume), 0 when none is complete, -1 with err when the input is not
- * a frame stream. */
+ * a frame stream, -2 with err when a frame fails its MAC check. */
 int conn_next(struct conn *c, uint32_t max_payload, struct wire_frame *f,
               struct cohort_err *err);
+/* Takes the frame conn_next returned out of the input. */
 void conn_consume(struct conn *c, const struct wire_frame *f);
 
 #endif

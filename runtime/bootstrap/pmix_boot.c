@@ -22,18 +22,20 @@ int pmix_boot_open(uint32_t expect_rank, uint32_t size, int timeout_s, struct pm
     *out = NULL;
     struct pmix_boot *b = calloc(1, sizeof *b);
     if (!b)
-        return cohort_fail(err, "out of memory");
+        return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
     pmix_status_t rc = PMIx_Init(&b->me, NULL, 0);
     if (rc != PMIX_SUCCESS) {
         free(b);
-        return cohort_fail(err, "PMIx_Init failed: %s (is this srun --mpi=pmix?)",
-                           PMIx_Error_string(rc));
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "PMIx_Init failed: %s (is this srun --mpi=pmix?)",
+                                PMIx_Error_string(rc));
     }
     if (b->me.rank != expect_rank) {
         uint32_t got = b->me.rank;
         PMIx_Finalize(NULL, 0);
         free(b);
-        return cohort_fail(err, "PMIx says rank %u, Slurm says rank %u", got, expect_rank);
+        return cohort_fail_code(err, COHORT_E_CONFIG, "PMIx says rank %u, Slurm says rank %u",
+                                got, expect_rank);
     }
     b->size = size;
     b->timeout_s = timeout_s;
@@ -61,7 +63,8 @@ int pmix_boot_exchange(struct pmix_boot *b, const void *mine, uint32_t len,
     if (rc == PMIX_SUCCESS)
         rc = PMIx_Commit();
     if (rc != PMIX_SUCCESS)
-        return cohort_fail(err, "%s: PMIx put failed: %s", what, PMIx_Error_string(rc));
+        return cohort_fail_code(err, COHORT_E_PMIX, "%s: PMIx put failed: %s", what,
+                                PMIx_Error_string(rc));
     pmix_info_t info[2];
     bool collect = true;
     int timeout = b->timeout_s;
@@ -75,9 +78,10 @@ int pmix_boot_exchange(struct pmix_boot *b, const void *mine, uint32_t len,
     PMIX_INFO_DESTRUCT(&info[0]);
     PMIX_INFO_DESTRUCT(&info[1]);
     if (rc != PMIX_SUCCESS)
-        return cohort_fail(err, "%s: the PMIx fence did not complete%s (%s)", what,
-                           rc == PMIX_ERR_TIMEOUT ? " within the deadline" : "",
-                           PMIx_Error_string(rc));
+        return cohort_fail_code(err, rc == PMIX_ERR_TIMEOUT ? COHORT_E_TIMEOUT : COHORT_E_PMIX,
+                                "%s: the PMIx fence did not complete%s (%s)", what,
+                                rc == PMIX_ERR_TIMEOUT ? " within the deadline" : "",
+                                PMIx_Error_string(rc));
     struct blocks got = {0};
     for (uint32_t r = 0; r < b->size; r++) {
         if (only_rank != UINT32_MAX && r != only_rank)
@@ -99,14 +103,14 @@ int pmix_boot_exchange(struct pmix_boot *b, const void *mine, uint32_t len,
             if (v)
                 PMIX_VALUE_RELEASE(v);
             free(got.data);
-            return cohort_fail(err, "%s: PMIx get of rank %u failed: %s", what, r,
-                               PMIx_Error_string(rc));
+            return cohort_fail_code(err, COHORT_E_PMIX, "%s: PMIx get of rank %u failed: %s",
+                                    what, r, PMIx_Error_string(rc));
         }
         int bad = blocks_add(&got, r, v->data.bo.bytes, (uint32_t)v->data.bo.size);
         PMIX_VALUE_RELEASE(v);
         if (bad) {
             free(got.data);
-            return cohort_fail(err, "%s: out of memory", what);
+            return cohort_fail_code(err, COHORT_E_RESOURCE, "%s: out of memory", what);
         }
     }
     *down = got.data;

@@ -1,6 +1,7 @@
 /* tree.c - joining the two-level authenticated bootstrap tree (tree.h):
- * the layout, listening and connecting, the handshake both ways. The
- * exchange is in tree_exchange.c. */
+ * the layout and its view, the names of the sockets, listening, reaching
+ * the parent, admitting children, failing early. The exchange is in
+ * tree_exchange.c; connections and handshakes in net.c. */
 #include "tree.h"
 
 #include <arpa/inet.h>
@@ -15,22 +16,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "tree_private.h"
-
-/* hello: rank, node, the child's nonce, then its proof */
-#define HELLO_HEAD (4 + 4 + AUTH_NONCE_LEN)
 
 long long tree_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return net_now_ms();
 }
 
 static void host_of_node(const struct tree *t, uint32_t node, char *buf, size_t len)
@@ -84,32 +81,85 @@ uint32_t *tree_ranks_of_node(const struct tree *t, uint32_t node, size_t *n)
     return r;
 }
 
-/* --- sockets ---------------------------------------------------------- */
+/* --- names and sockets --------------------------------------------------- */
 
-static socklen_t unix_address(const struct tree *t, uint32_t node, struct sockaddr_un *sa)
+/* A directory fit for sockets only this user can reach: a real directory
+ * of ours, mode 0700; /tmp/cohort-UID is made when missing. */
+static int socket_dir_ok(const char *dir, bool make, struct cohort_err *err)
+{
+    struct stat st;
+    if (lstat(dir, &st) < 0 &&
+        (errno != ENOENT || !make || (mkdir(dir, 0700) < 0 && errno != EEXIST) ||
+         lstat(dir, &st) < 0))
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "cannot use %s for the bootstrap's sockets: %s", dir,
+                                strerror(errno));
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "cannot use %s for the bootstrap's sockets: it is %s (it must "
+                                "be a directory of uid %u with mode 0700; another user may have "
+                                "made it first): set COHORT_SOCKET_DIR to a directory of your own",
+                           dir, !S_ISDIR(st.st_mode) ? "not a directory"
+                                : st.st_uid != geteuid() ? "another user's" : "open to others",
+                           (unsigned)geteuid());
+    return 0;
+}
+
+/* The node's Unix socket: with the secret an abstract name derived from
+ * it (no other user can know it), under munge a file in socket_dir. */
+static int unix_address(const struct tree *t, uint32_t node, struct sockaddr_un *sa,
+                        socklen_t *len, struct cohort_err *err)
 {
     memset(sa, 0, sizeof *sa);
     sa->sun_family = AF_UNIX;
-    /* abstract: nothing on disk, gone with the process */
-    int n = snprintf(sa->sun_path + 1, sizeof sa->sun_path - 1, "cohort-%u.%u-%u",
+    if (t->key.kind == AUTH_SECRET) {
+        uint8_t msg[12], mac[AUTH_MAC_LEN];
+        wire_put32(msg, t->l.job_id);
+        wire_put32(msg + 4, t->l.step_id);
+        wire_put32(msg + 8, node);
+        auth_mac(&t->key, "cohort-socket", msg, sizeof msg, mac);
+        char *p = sa->sun_path + 1; /* abstract: nothing on disk, gone with the process */
+        p += sprintf(p, "cohort-");
+        for (int i = 0; i < 16; i++)
+            p += sprintf(p, "%02x", mac[i]);
+        *len = (socklen_t)(p - (char *)sa);
+        return 0;
+    }
+    int n = snprintf(sa->sun_path, sizeof sa->sun_path, "%s/%u.%u-%u.sock", t->l.socket_dir,
                      t->l.job_id, t->l.step_id, node);
-    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    if (n < 0 || (size_t)n >= sizeof sa->sun_path)
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "the bootstrap socket's path in %s is longer than %zu bytes: set "
+                                "COHORT_SOCKET_DIR to a shorter directory",
+                           t->l.socket_dir, sizeof sa->sun_path - 1);
+    *len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
+    return 0;
 }
 
 static int listen_unix(struct tree *t, struct cohort_err *err)
 {
     struct sockaddr_un sa;
-    socklen_t len = unix_address(t, t->node, &sa);
+    socklen_t len;
+    if (t->key.kind == AUTH_MUNGE && socket_dir_ok(t->l.socket_dir, true, err) < 0)
+        return -1;
+    if (unix_address(t, t->node, &sa, &len, err) < 0)
+        return -1;
+    if (sa.sun_path[0]) {
+        unlink(sa.sun_path); /* a dead step's, in a directory only this user can write */
+        snprintf(t->sock_path, sizeof t->sock_path, "%s", sa.sun_path);
+    }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, SOMAXCONN) < 0) {
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return cohort_fail(err, "cannot open the node's bootstrap socket @%s: %s",
-                           sa.sun_path + 1, strerror(e));
+        t->sock_path[0] = '\0';
+        return cohort_fail_code(err, COHORT_E_NETWORK,
+                                "cannot open the node's bootstrap socket %s%s: %s",
+                           sa.sun_path[0] ? "" : "@", sa.sun_path[0] ? sa.sun_path : sa.sun_path + 1,
+                           strerror(e));
     }
-    t->listen_unix = fd;
-    return 0;
+    return net_listen(t->net, fd, true, err);
 }
 
 static int listen_tcp(struct tree *t, struct cohort_err *err)
@@ -140,113 +190,28 @@ static int listen_tcp(struct tree *t, struct cohort_err *err)
         int e = errno;
         if (fd >= 0)
             close(fd);
-        return cohort_fail(err, "the bootstrap root cannot listen on port %u: %s%s",
+        return cohort_fail_code(err, COHORT_E_NETWORK,
+                                "the bootstrap root cannot listen on port %u: %s%s",
                            t->l.port, strerror(e),
-                           e == EADDRINUSE ? " (COHORT_BOOTSTRAP_PORT is taken)" : "");
+                           e == EADDRINUSE ? " (another program holds it: choose another with "
+                                             "COHORT_BOOTSTRAP_PORT, or have Slurm reserve "
+                                             "ports: srun --resv-ports=2)"
+                                           : "");
     }
-    t->listen_tcp = fd;
-    return 0;
+    return net_listen(t->net, fd, false, err);
 }
 
-/* Connects fd (non-blocking) to sa, waiting at most until deadline; 0 when
- * connected. */
-static int connect_by(int fd, const struct sockaddr *sa, socklen_t len, long long deadline)
+/* A leader's addresses of MASTER_ADDR, once. */
+static int resolve_master(struct tree *t, struct cohort_err *err)
 {
-    if (connect(fd, sa, len) == 0)
-        return 0;
-    if (errno != EINPROGRESS)
-        return -1;
-    long long left = deadline - tree_now_ms();
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    int soerr = 0;
-    socklen_t sl = sizeof soerr;
-    if (left <= 0 || poll(&p, 1, (int)left) != 1 ||
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr != 0)
-        return -1;
-    return 0;
-}
-
-/* One connection attempt to the parent; 0 connected, -1 refused or
- * unreachable for now. The socket is non-blocking. */
-static int connect_parent(struct tree *t, long long deadline, int *fd_out)
-{
-    if (!t->is_leader) {
-        struct sockaddr_un sa;
-        socklen_t len = unix_address(t, t->node, &sa);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0 || connect_by(fd, (struct sockaddr *)&sa, len, deadline) < 0) {
-            if (fd >= 0)
-                close(fd);
-            return -1;
-        }
-        *fd_out = fd;
-        return 0;
-    }
     char port[8];
     snprintf(port, sizeof port, "%u", t->l.port);
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
-    if (getaddrinfo(t->l.master_addr, port, &hints, &res) != 0)
-        return -1;
-    int rc = -1;
-    for (struct addrinfo *ai = res; ai && rc < 0; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd >= 0 && connect_by(fd, ai->ai_addr, ai->ai_addrlen, deadline) == 0) {
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            *fd_out = fd;
-            rc = 0;
-        } else if (fd >= 0)
-            close(fd);
-    }
-    freeaddrinfo(res);
-    return rc;
-}
-
-/* --- the handshake ---------------------------------------------------- */
-
-static void hello_message(const struct tree *t, const uint8_t parent_nonce[AUTH_NONCE_LEN],
-                          const uint8_t *hello, uint8_t *msg)
-{
-    /* job, step, the parent's nonce, then rank, node and the child's nonce */
-    wire_put32(msg, t->l.job_id);
-    wire_put32(msg + 4, t->l.step_id);
-    memcpy(msg + 8, parent_nonce, AUTH_NONCE_LEN);
-    memcpy(msg + 8 + AUTH_NONCE_LEN, hello, 8 + AUTH_NONCE_LEN);
-}
-
-/* Waits (until deadline) for one whole frame from c, reading as needed. */
-static int wait_frame(struct conn *c, long long deadline, uint32_t max, struct wire_frame *f,
-                      struct cohort_err *err)
-{
-    for (;;) {
-        int got = conn_next(c, max, f, err);
-        if (got)
-            return got < 0 ? -1 : 0;
-        long long left = deadline - tree_now_ms();
-        if (left <= 0)
-            return cohort_fail(err, "timeout");
-        struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
-            return cohort_fail(err, "poll failed: %s", strerror(errno));
-        if ((p.revents & (POLLIN | POLLHUP | POLLERR)) && conn_fill(c, max) < 0 &&
-            conn_next(c, max, f, err) == 0)
-            return cohort_fail(err, "connection closed");
-    }
-}
-
-int tree_write_all(struct conn *c, long long deadline, struct cohort_err *err)
-{
-    while (c->out_len) {
-        if (conn_flush(c) < 0)
-            return cohort_fail(err, "connection closed");
-        if (!c->out_len)
-            break;
-        long long left = deadline - tree_now_ms();
-        struct pollfd p = {.fd = c->fd, .events = POLLOUT};
-        if (left <= 0)
-            return cohort_fail(err, "timeout");
-        poll(&p, 1, (int)left);
-    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    int e = getaddrinfo(t->l.master_addr, port, &hints, &t->master);
+    if (e != 0)
+        return cohort_fail_code(err, COHORT_E_NETWORK,
+                                "cannot resolve the bootstrap root's host %s (MASTER_ADDR): %s",
+                           t->l.master_addr, e == EAI_SYSTEM ? strerror(errno) : gai_strerror(e));
     return 0;
 }
 
@@ -265,157 +230,176 @@ void tree_parent_name(const struct tree *t, char *buf, size_t len)
         snprintf(buf, len, "this node's bootstrap leader (rank %u on %.60s)", parent, host);
 }
 
-/* Child side: connect to the parent (retrying until it listens) and prove
- * ourselves both ways. */
-static int join_parent(struct tree *t, long long deadline, struct cohort_err *err)
+/* Starts reaching the parent. */
+static int dial_parent(struct tree *t, struct cohort_err *err)
 {
-    char name[200];
-    tree_parent_name(t, name, sizeof name);
-    int fd = -1, wait = 1;
-    while (connect_parent(t, deadline, &fd) < 0) {
-        long long left = deadline - tree_now_ms();
-        if (left <= 0)
-            return cohort_fail(err, "%s did not answer within %d s", name,
-                               t->timeout_ms / 1000);
-        /* the parent may not listen yet (all tasks start at once): retry after
-         * 1, 2, then every 4 ms; a refused connect costs microseconds */
-        struct timespec ts = {0, (long)(wait < left ? wait : left) * 1000000L};
-        nanosleep(&ts, NULL);
-        wait = wait < 4 ? wait * 2 : 4;
+    struct net_target tg = {.timeout_s = t->timeout_ms / 1000, .port = t->l.port};
+    tree_parent_name(t, tg.name, sizeof tg.name);
+    if (t->is_leader) {
+        tg.addrs = t->master;
+    } else {
+        struct stat st;
+        tg.is_unix = true;
+        if (unix_address(t, t->node, &tg.ua, &tg.ua_len, err) < 0)
+            return -1;
+        /* a directory another user took is a failure now, not at the deadline */
+        if (t->key.kind == AUTH_MUNGE && lstat(t->l.socket_dir, &st) == 0 &&
+            socket_dir_ok(t->l.socket_dir, false, err) < 0)
+            return -1;
     }
-    conn_init(&t->parent, fd);
-    struct wire_frame f;
-    struct cohort_err why;
-    uint8_t hello[HELLO_HEAD + AUTH_PROOF_MAX], msg[8 + AUTH_NONCE_LEN + 8 + AUTH_NONCE_LEN];
-    if (wait_frame(&t->parent, deadline, UNAUTH_MAX_PAYLOAD, &f, &why) < 0 ||
-        f.type != WIRE_CHALLENGE || f.len != AUTH_NONCE_LEN)
-        return cohort_fail(err, "%s did not send a bootstrap challenge (%s)", name,
-                           f.type == WIRE_ABORT ? "it refused" : why.msg);
-    uint8_t parent_nonce[AUTH_NONCE_LEN];
-    memcpy(parent_nonce, f.payload, AUTH_NONCE_LEN);
-    conn_consume(&t->parent, &f);
-    wire_put32(hello, t->l.rank);
-    wire_put32(hello + 4, t->node);
-    if (auth_nonce(hello + 8, err) < 0)
-        return -1;
-    hello_message(t, parent_nonce, hello, msg);
-    int proof = auth_prove(&t->key, "cohort-hello", msg, sizeof msg, hello + HELLO_HEAD, err);
-    if (proof < 0)
-        return -1;
-    if (conn_queue(&t->parent, WIRE_HELLO, 0, t->l.rank, hello, HELLO_HEAD + (uint32_t)proof) < 0 ||
-        tree_write_all(&t->parent, deadline, &why) < 0)
-        return cohort_fail(err, "cannot send the bootstrap hello to %s (%s)", name, why.msg);
-    if (wait_frame(&t->parent, deadline, UNAUTH_MAX_PAYLOAD, &f, &why) < 0)
-        return cohort_fail(err, "%s did not welcome rank %u (%s): does it hold this step's "
-                                "COHORT_SECRET?",
-                           name, t->l.rank, why.msg);
-    if (f.type != WIRE_WELCOME ||
-        !auth_verify(&t->key, "cohort-welcome", msg, sizeof msg, f.payload, f.len))
-        return cohort_fail(err, "%s did not prove it holds this step's COHORT_SECRET", name);
-    conn_consume(&t->parent, &f);
-    t->parent.ready = true;
-    return 0;
+    t->parent = net_dial(t->net, &tg, tree_now_ms() + t->timeout_ms +
+                                          (t->is_leader ? LEADER_GRACE_MS : TASK_GRACE_MS));
+    return t->parent ? 0 : cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
 }
 
-/* Parent side: whether a hello names a child we expect and is signed. */
-bool tree_hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f)
+/* --- children ------------------------------------------------------------ */
+
+/* net's admit: a child whose hello holds the proof. One that sees the
+ * step otherwise is refused and fails the step; one that is not ours, or
+ * comes twice, is refused alone. Both are configuration errors: the tasks
+ * were not started as one step. */
+static enum net_admit admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
 {
-    if (f->type != WIRE_HELLO || f->len <= HELLO_HEAD)
-        return false;
-    uint32_t rank = wire_get32(f->payload), node = wire_get32(f->payload + 4);
+    struct tree *t = ctx;
+    char theirs[96], mine[96], who[128];
+    if (memcmp(h->view, t->view, HS_VIEW_LEN) != 0) {
+        hs_view_text(h->view, theirs, sizeof theirs);
+        hs_view_text(t->view, mine, sizeof mine);
+        snprintf(who, sizeof who, "rank %u", h->rank);
+        if (h->rank < t->l.size && h->node < t->l.num_nodes &&
+            t->l.rank_node[h->rank] == h->node)
+            tree_describe_ranks(t, &h->rank, 1, who, sizeof who);
+        cohort_fail_code(why, COHORT_E_CONFIG,
+                         "%s sees the step as %s, rank %u as %s: every task of a step must "
+                         "be started by the same srun with the same environment",
+                         who, theirs, t->l.rank, mine);
+        if (!t->refused.msg[0])
+            t->refused = *why;
+        return NET_REFUSE;
+    }
+    uint32_t rank = h->rank, node = h->node;
     if (rank >= t->l.size || rank == t->l.rank || node >= t->l.num_nodes ||
         t->l.rank_node[rank] != node)
-        return false;
-    bool mine = node == t->node;                                   /* a task of this node */
-    bool leader = t->is_root && rank == t->node_first[node] && !mine; /* a node's leader */
-    if (!mine && !leader)
-        return false;
-    for (size_t i = 0; i < t->n_kids; i++)
-        if (t->kids[i].ready && t->kids[i].rank == rank)
-            return false; /* one connection per rank */
-    uint8_t msg[8 + AUTH_NONCE_LEN + 8 + AUTH_NONCE_LEN];
-    hello_message(t, c->nonce, f->payload, msg);
-    if (!auth_verify(&t->key, "cohort-hello", msg, sizeof msg, f->payload + HELLO_HEAD,
-                     f->len - HELLO_HEAD))
-        return false;
-    uint8_t proof[AUTH_PROOF_MAX];
-    int n = auth_prove(&t->key, "cohort-welcome", msg, sizeof msg, proof, NULL);
-    if (n < 0 || conn_queue(c, WIRE_WELCOME, 0, t->l.rank, proof, (uint32_t)n) < 0)
-        return false;
-    c->rank = rank;
-    c->node = node;
-    c->ready = true;
-    t->ready_kids++;
-    return true;
+        return NET_DROP;
+    bool mine_node = node == t->node;
+    bool leader = t->is_root && rank == t->node_first[node] && !mine_node;
+    if (!mine_node && !leader)
+        return NET_DROP;
+    if (t->joined[rank]) {
+        cohort_fail_code(why, COHORT_E_CONFIG,
+                         "rank %u has joined already (two tasks with one SLURM_PROCID?)", rank);
+        return NET_REFUSE;
+    }
+    t->joined[rank] = 1;
+    return NET_ADMIT;
+}
+
+int tree_add_kid(struct tree *t, struct net_conn *c)
+{
+    if (t->n_kids == t->cap_kids) {
+        size_t cap = t->cap_kids ? 2 * t->cap_kids : 16;
+        struct net_conn **k = realloc(t->kids, cap * sizeof *k);
+        if (!k)
+            return -1;
+        t->kids = k;
+        t->cap_kids = cap;
+    }
+    t->kids[t->n_kids++] = c;
+    return 0;
 }
 
 void tree_drop_kid(struct tree *t, size_t i)
 {
-    if (t->kids[i].ready)
-        t->ready_kids--;
-    conn_close(&t->kids[i]);
+    t->joined[t->kids[i]->c.rank] = 0;
+    net_close(t->net, t->kids[i]);
     t->kids[i] = t->kids[--t->n_kids];
 }
 
-void tree_accept_kids(struct tree *t, int lfd)
+void tree_send_abort(struct tree *t, struct net_conn *c, const struct cohort_err *why)
 {
-    for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;
-        size_t strangers = t->n_kids - t->ready_kids;
-        if (strangers >= MAX_STRANGERS) {
-            for (size_t i = 0; i < t->n_kids; i++)
-                if (!t->kids[i].ready) {
-                    tree_drop_kid(t, i); /* an unproven one makes room */
-                    break;
-                }
-        }
-        if (t->n_kids == t->cap_kids) {
-            size_t cap = t->cap_kids ? 2 * t->cap_kids : 16;
-            struct conn *k = realloc(t->kids, cap * sizeof *k);
-            if (!k) {
-                close(fd);
-                return;
-            }
-            t->kids = k;
-            t->cap_kids = cap;
-        }
-        struct conn *c = &t->kids[t->n_kids++];
-        conn_init(c, fd);
-        if (lfd == t->listen_tcp) {
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        }
-        if (auth_nonce(c->nonce, NULL) < 0 ||
-            conn_queue(c, WIRE_CHALLENGE, 0, t->l.rank, c->nonce, AUTH_NONCE_LEN) < 0 ||
-            conn_flush(c) < 0)
-            tree_drop_kid(t, t->n_kids - 1);
+    uint8_t abort[WIRE_ABORT_MAX];
+    net_send(c, WIRE_ABORT, 0, t->l.rank, abort, wire_abort_encode(why, abort));
+}
+
+void tree_tell_parent(struct tree *t, const struct cohort_err *why)
+{
+    if (t->parent && !t->parent_told && t->parent->state == NET_READY) {
+        tree_send_abort(t, t->parent, why);
+        t->parent_told = true;
     }
+}
+
+int tree_abort_poll(struct tree *t, int timeout_ms, const struct cohort_err *why)
+{
+    struct net_event *ev;
+    int n = net_poll(t->net, timeout_ms, &ev, NULL);
+    for (int i = 0; i < n; i++) {
+        struct net_conn *c = ev[i].c;
+        if (ev[i].what & NET_EV_JOINED) {
+            tree_send_abort(t, c, why);
+            if (tree_add_kid(t, c) < 0)
+                net_close(t->net, c);
+        } else if (c == t->parent && (ev[i].what & NET_EV_CONNECTED)) {
+            tree_tell_parent(t, why);
+        }
+    }
+    return n;
+}
+
+void tree_relay(struct tree *t, const struct cohort_err *why)
+{
+    net_refuse(t->net, why);
+    long long end = tree_now_ms() + RELAY_MS;
+    while (t->n_kids + net_refused(t->net) < t->expected_kids && tree_now_ms() < end) {
+        if (tree_abort_poll(t, (int)(end - tree_now_ms()), why) < 0)
+            break;
+    }
+    net_flush(t->net, tree_now_ms() + 1000);
 }
 
 /* --- open/close ------------------------------------------------------- */
 
-int tree_open(const struct tree_layout *layout, const struct auth_key *key, int timeout_ms,
-              struct tree **out, struct cohort_err *err)
+/* The view every task of the step must share. */
+static int make_view(struct tree *t, struct cohort_err *err)
 {
-    *out = NULL;
-    if (layout->rank >= layout->size || layout->num_nodes == 0)
-        return cohort_fail(err, "internal: rank %u of %u tasks", layout->rank, layout->size);
-    struct tree *t = calloc(1, sizeof *t);
-    if (!t)
-        return cohort_fail(err, "out of memory");
-    t->l = *layout;
-    t->key = *key;
-    t->timeout_ms = timeout_ms;
-    t->max_payload = WIRE_MAX_PAYLOAD_DEFAULT;
-    t->listen_tcp = t->listen_unix = -1;
-    conn_init(&t->parent, -1);
-    t->node_first = malloc(sizeof *t->node_first * layout->num_nodes);
-    if (!t->node_first) {
-        free(t);
-        return cohort_fail(err, "out of memory");
+    char (*names)[HOSTLIST_MAX_NAME + 1] = calloc(t->l.num_nodes, sizeof *names);
+    const char **ptrs = calloc(t->l.num_nodes, sizeof *ptrs);
+    if (!names || !ptrs) {
+        free(names);
+        free(ptrs);
+        return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
     }
+    for (uint32_t n = 0; t->l.nodes && n < t->l.num_nodes; n++)
+        if (hostlist_nth(t->l.nodes, n, names[n], sizeof names[n]) == 0)
+            ptrs[n] = names[n];
+    hs_view(t->l.size, t->l.num_nodes, t->l.rank_node, ptrs, t->view);
+    free(names);
+    free(ptrs);
+    return 0;
+}
+
+/* A parent needs a descriptor per child. */
+static int fd_check(const struct tree *t, struct cohort_err *err)
+{
+    long limit = net_fd_limit();
+    if ((long)t->expected_kids + NET_FD_SPARE <= limit)
+        return 0;
+    char host[HOSTLIST_MAX_NAME + 1];
+    host_of_node(t, t->node, host, sizeof host);
+    return cohort_fail_code(err, COHORT_E_RESOURCE,
+                            "rank %u (%s) serves %u tasks of the step, but its open-file "
+                            "limit is %ld (ulimit -n): raise it to at least %ld",
+                       t->l.rank, host, t->expected_kids, limit,
+                       (long)t->expected_kids + NET_FD_SPARE);
+}
+
+static int layout_of(struct tree *t, const struct tree_layout *layout, struct cohort_err *err)
+{
+    t->l = *layout;
+    t->node_first = malloc(sizeof *t->node_first * layout->num_nodes);
+    t->joined = calloc(layout->size, 1);
+    if (!t->node_first || !t->joined)
+        return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
     for (uint32_t n = 0; n < layout->num_nodes; n++)
         t->node_first[n] = UINT32_MAX;
     for (uint32_t r = layout->size; r-- > 0;)
@@ -428,15 +412,43 @@ int tree_open(const struct tree_layout *layout, const struct auth_key *key, int 
     t->expected_kids = t->is_leader ? t->local_size - 1 : 0;
     if (t->is_root)
         t->expected_kids += layout->num_nodes - 1;
-    long long deadline = tree_now_ms() + timeout_ms;
-    int rc = 0;
-    if (t->is_leader)
+    return make_view(t, err);
+}
+
+int tree_open(const struct tree_layout *layout, const struct auth_key *key, int timeout_ms,
+              struct tree **out, struct cohort_err *err)
+{
+    *out = NULL;
+    if (layout->rank >= layout->size || layout->num_nodes == 0)
+        return cohort_fail_code(err, COHORT_E_CONFIG, "internal: rank %u of %u tasks",
+                                layout->rank, layout->size);
+    struct tree *t = calloc(1, sizeof *t);
+    if (!t)
+        return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
+    t->key = *key;
+    t->timeout_ms = timeout_ms;
+    t->max_payload = WIRE_MAX_PAYLOAD_DEFAULT;
+    int rc = layout_of(t, layout, err);
+    struct hs_self me = {.key = &t->key, .job = layout->job_id, .step = layout->step_id,
+                         .rank = layout->rank, .node = t->node};
+    memcpy(me.view, t->view, sizeof me.view);
+    struct net_ops ops = {.ctx = t, .max_payload = t->max_payload, .admit = admit};
+    if (rc == 0)
+        rc = net_new(&me, &ops, &t->net, err);
+    if (rc == 0 && t->is_leader && !t->is_root)
+        rc = resolve_master(t, err);
+    if (rc == 0 && t->is_leader)
         rc = listen_unix(t, err);
+    bool can_relay = rc == 0; /* the node's tasks (and leaders) can be told why */
     if (rc == 0 && t->is_root && layout->num_nodes > 1)
         rc = listen_tcp(t, err);
+    if (rc == 0 && t->expected_kids)
+        rc = fd_check(t, err);
     if (rc == 0 && !t->is_root)
-        rc = join_parent(t, deadline, err);
+        rc = dial_parent(t, err);
     if (rc < 0) {
+        if (can_relay && t->is_leader)
+            tree_relay(t, err);
         tree_close(t);
         return -1;
     }
@@ -453,15 +465,14 @@ void tree_close(struct tree *t)
 {
     if (!t)
         return;
-    conn_close(&t->parent);
-    for (size_t i = 0; i < t->n_kids; i++)
-        conn_close(&t->kids[i]);
+    net_free(t->net);
+    if (t->sock_path[0])
+        unlink(t->sock_path);
     free(t->kids);
-    if (t->listen_tcp >= 0)
-        close(t->listen_tcp);
-    if (t->listen_unix >= 0)
-        close(t->listen_unix);
+    free(t->joined);
     free(t->node_first);
+    if (t->master)
+        freeaddrinfo(t->master);
     auth_key_clear(&t->key);
     free(t);
 }

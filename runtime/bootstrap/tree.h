@@ -1,9 +1,13 @@
-/* tree.h - the TCP/Unix-socket bootstrap of a step: a two-level tree. Each
- * node's leader (its task of lowest local id) accepts the node's other tasks
- * on an abstract Unix socket; rank 0, the root, accepts the other nodes'
- * leaders on TCP (MASTER_ADDR:COHORT_BOOTSTRAP_PORT) and its own node's
- * tasks. Every connection is authenticated both ways with the step secret
- * (auth.h); a peer that fails is dropped and the others go on.
+/* tree.h - the TCP/Unix-socket bootstrap of a step: a two-level tree on
+ * the connection layer (net.h). Each node's leader (its task of lowest
+ * local id) accepts the node's other tasks on a Unix socket: an abstract
+ * name derived from the step secret, or under munge a socket in a 0700
+ * directory of the user's; rank 0, the root, accepts the other nodes'
+ * leaders on TCP (MASTER_ADDR:port) and its own node's tasks. Every
+ * connection is authenticated both ways (handshake.h) and every frame
+ * after it carries a MAC; a stranger is dropped and the others go on; a
+ * task that sees the step otherwise (task count, nodes, layout) is
+ * refused and the step fails, naming it.
  *
  * One operation, tree_exchange(): every rank contributes a block, the root
  * gathers them all and sends every non-empty block back down. Barrier,
@@ -27,13 +31,16 @@ struct tree_layout {
     const char *master_addr; /* host of rank 0 */
     uint16_t port;           /* the root's TCP port */
     uint32_t job_id, step_id;
+    const char *socket_dir;  /* munge: the directory of the node's socket */
 };
 
 struct tree;
 
-/* Joins the step's tree: the root and the leaders listen, every task but
- * the root connects to its parent and proves itself. Waits at most
- * timeout_ms for its parent. */
+/* Opens this task's part of the tree: the root and the leaders listen,
+ * every other task starts to reach its parent. The first tree_exchange
+ * completes the join (timeout_ms is its deadline). A task that cannot
+ * serve (its port or socket taken, too few descriptors) fails at once and
+ * tells the children that reach it within a few seconds. */
 int tree_open(const struct tree_layout *layout, const struct auth_key *key, int timeout_ms,
               struct tree **out, struct cohort_err *err);
 

@@ -1,20 +1,20 @@
 /* tree_private.h - what the two halves of the bootstrap tree share: the
- * tree itself, and the helpers tree.c (joining: sockets, handshake) offers
- * tree_exchange.c (the exchange). Not for other modules. */
+ * tree itself, and the helpers tree.c (joining: names, sockets, admission)
+ * offers tree_exchange.c (the exchange). Not for other modules. */
 #ifndef COHORT_TREE_PRIVATE_H
 #define COHORT_TREE_PRIVATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netdb.h>
 
-#include "conn.h"
+#include "net.h"
 #include "tree.h"
 
-#define UNAUTH_MAX_PAYLOAD 1024 /* what a peer may send before it proved itself */
-#define MAX_STRANGERS 256      /* unauthenticated connections held at once */
-#define LEADER_GRACE_MS 500    /* leaders wait this long past the root's deadline */
-#define TASK_GRACE_MS 1000     /* tasks, this long */
+#define LEADER_GRACE_MS 500 /* leaders wait this long past the root's deadline */
+#define TASK_GRACE_MS 1000  /* tasks, this long */
+#define RELAY_MS 3000       /* a parent that fails while its children join tells them, this long */
 
 struct tree {
     struct tree_layout l;
@@ -22,18 +22,24 @@ struct tree {
     uint32_t node, local_size; /* this task's node and its task count */
     bool is_root, is_leader;
     struct auth_key key;
+    uint8_t view[HS_VIEW_LEN]; /* how this task sees the step */
     int timeout_ms;
     uint32_t max_payload;
-    int listen_tcp, listen_unix;
-    struct conn parent;
-    struct conn *kids;
+    struct net *net;
+    struct net_conn *parent;   /* NULL at the root */
+    struct net_conn **kids;    /* admitted children */
     size_t n_kids, cap_kids;
-    uint32_t expected_kids, ready_kids;
+    uint8_t *joined;           /* per rank: admitted here */
+    uint32_t expected_kids;
     uint16_t seq;
     bool gone;   /* a task left after its last result: the next exchange fails */
     uint32_t gone_rank, gone_node;
+    struct addrinfo *master;   /* a leader's addresses of MASTER_ADDR */
+    char sock_path[108];       /* a leader's filesystem socket (munge), to remove */
+    struct cohort_err refused; /* a child of another view was refused: the step fails */
+    bool parent_told; /* the parent was sent this task's abort */
     bool broken; /* a past exchange failed: every later one fails at once */
-    char broken_msg[COHORT_ERR_LEN];
+    struct cohort_err broken_why;
 };
 
 long long tree_now_ms(void);
@@ -45,14 +51,17 @@ void tree_describe_ranks(const struct tree *t, const uint32_t *ranks, size_t n, 
 uint32_t *tree_ranks_of_node(const struct tree *t, uint32_t node, size_t *n);
 /* The parent's name for messages. */
 void tree_parent_name(const struct tree *t, char *buf, size_t len);
-/* Writes c's queue out, waiting until deadline at most. */
-int tree_write_all(struct conn *c, long long deadline, struct cohort_err *err);
-
-/* Parent side: accepts every pending connection on lfd and challenges it. */
-void tree_accept_kids(struct tree *t, int lfd);
-/* Whether a hello names a child we expect and is signed; then welcomes it
- * and counts it ready. */
-bool tree_hello_ok(struct tree *t, struct conn *c, const struct wire_frame *f);
+/* Takes a newly admitted child into t->kids; -1 when out of memory. */
+int tree_add_kid(struct tree *t, struct net_conn *c);
 void tree_drop_kid(struct tree *t, size_t i);
+/* Sends c an abort frame of why (its sentence and code). */
+void tree_send_abort(struct tree *t, struct net_conn *c, const struct cohort_err *why);
+/* Sends the parent why as this task's abort, once, when it is reached. */
+void tree_tell_parent(struct tree *t, const struct cohort_err *why);
+/* One net_poll of a failing task: a child admitted meanwhile is taken and
+ * told why, a parent reached meanwhile is told it. Returns net_poll's. */
+int tree_abort_poll(struct tree *t, int timeout_ms, const struct cohort_err *why);
+/* Tells the children still joining why this task failed (RELAY_MS at most). */
+void tree_relay(struct tree *t, const struct cohort_err *why);
 
 #endif

@@ -37,8 +37,27 @@ const char *wire_type_name(enum wire_type t)
     return t >= 1 && t <= WIRE_TYPE_MAX ? names[t] : "?";
 }
 
-long wire_decode(const uint8_t *buf, size_t len, uint32_t max_payload, struct wire_frame *f,
-                 struct cohort_err *err)
+uint32_t wire_abort_encode(const struct cohort_err *why, uint8_t out[WIRE_ABORT_MAX])
+{
+    size_t n = strnlen(why->msg, sizeof why->msg - 1);
+    out[0] = (uint8_t)why->code;
+    memcpy(out + 1, why->msg, n);
+    return (uint32_t)(1 + n);
+}
+
+int wire_abort_decode(const uint8_t *p, uint32_t len, struct cohort_err *why)
+{
+    if (len < 1 || p[0] < 1 || p[0] > COHORT_E_MAX)
+        return -1;
+    size_t n = len - 1 < sizeof why->msg - 1 ? len - 1 : sizeof why->msg - 1;
+    memcpy(why->msg, p + 1, n);
+    why->msg[n] = '\0';
+    why->code = p[0];
+    return 0;
+}
+
+long wire_decode(const uint8_t *buf, size_t len, uint32_t max_payload, size_t trailer,
+                 struct wire_frame *f, struct cohort_err *err)
 {
     /* Check what has arrived of the header as soon as it arrives, so that
      * a stranger sending garbage is dropped at its first bytes. */
@@ -58,12 +77,13 @@ long wire_decode(const uint8_t *buf, size_t len, uint32_t max_payload, struct wi
     if (payload > max_payload)
         return cohort_fail(err, "bootstrap frame of %u bytes is above the limit of %u",
                            payload, max_payload);
-    if (len - WIRE_HEADER_LEN < payload)
+    if (len - WIRE_HEADER_LEN < payload + trailer)
         return 0;
     f->type = (enum wire_type)buf[5];
     f->flags = (uint16_t)(buf[6] << 8 | buf[7]);
     f->len = payload;
     f->rank = wire_get32(buf + 12);
     f->payload = buf + WIRE_HEADER_LEN;
-    return (long)(WIRE_HEADER_LEN + payload);
+    f->trailer = trailer ? buf + WIRE_HEADER_LEN + payload : NULL;
+    return (long)(WIRE_HEADER_LEN + payload + trailer);
 }

@@ -1,17 +1,18 @@
-/* cohort.c - libcohort's public API (cohort.h): the step from the task's
- * environment through the planner, the bootstrap tree, and barrier,
- * broadcast and allgather made of its one exchange. */
+/* cohort.c - libcohort's public API (cohort.h): its version, errors with
+ * their codes, options read by their size, the step from the task's
+ * environment through the planner, the bootstrap backend chosen once
+ * (boot_ops.h), and barrier, broadcast and allgather made of its one
+ * exchange. */
 #include "cohort.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "blocks.h"
-#include "config.h"
+#include "boot_ops.h"
 #include "cohort_internal.h"
 #include "envlist.h"
 #include "layout.h"
@@ -19,13 +20,26 @@
 #include "ports.h"
 #include "step_env.h"
 #include "text_file.h"
-#include "tree.h"
 #include "wire.h"
-#ifdef HAVE_PMIX
-#include "pmix_boot.h"
-#endif
 
 #define DEFAULT_TIMEOUT_S 120
+#define OPTS_SIZE_MAX 4096 /* above: not a size (an unset size member) */
+/* struct cohort_opts as version 1 had it: up to its timeout_s */
+#define OPTS_V1_SIZE (offsetof(struct cohort_opts, timeout_s) + sizeof(int))
+
+/* The bootstrap's codes (error.h, below libcohort) are the public ones. */
+#define SAME_CODE(e, pub) ((int)(e) == (int)(pub))
+_Static_assert(SAME_CODE(COHORT_E_CONFIG, COHORT_ERR_CONFIG) &&
+                   SAME_CODE(COHORT_E_USAGE, COHORT_ERR_USAGE) &&
+                   SAME_CODE(COHORT_E_TIMEOUT, COHORT_ERR_TIMEOUT) &&
+                   SAME_CODE(COHORT_E_PEER_LOST, COHORT_ERR_PEER_LOST) &&
+                   SAME_CODE(COHORT_E_AUTH, COHORT_ERR_AUTH) &&
+                   SAME_CODE(COHORT_E_NETWORK, COHORT_ERR_NETWORK) &&
+                   SAME_CODE(COHORT_E_RESOURCE, COHORT_ERR_RESOURCE) &&
+                   SAME_CODE(COHORT_E_NCCL, COHORT_ERR_NCCL) &&
+                   SAME_CODE(COHORT_E_PMIX, COHORT_ERR_PMIX) &&
+                   SAME_CODE(COHORT_E_MAX, COHORT_ERR_PMIX),
+               "error.h's enum cohort_err_code must match cohort.h's enum cohort_errc");
 
 extern char **environ;
 
@@ -34,32 +48,80 @@ struct cohort {
     uint32_t *rank_node;
     uint32_t local_size;
     char master[HOSTLIST_MAX_NAME + 1];
-    struct tree *tree;
-#ifdef HAVE_PMIX
-    struct pmix_boot *pmix;
-#endif
+    const struct boot_ops *boot; /* the backend, once it is open; NULL before */
+    void *boot_state;
     int timeout_s;
+    bool transport_failed; /* an exchange failed: no final barrier */
+    int error_code;        /* enum cohort_errc, with error */
     char error[COHORT_ERR_LEN];
 };
 
-int cohort_internal_fail(struct cohort *c, const char *fmt, ...)
+/* The handle that joined in this process, until it is finalized: a step's
+ * sockets are named after it, so one process joins it once at a time. */
+static const struct cohort *joined_handle;
+
+int cohort_api_version(void)
+{
+    return COHORT_API_VERSION;
+}
+
+int cohort_internal_fail(struct cohort *c, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->error, sizeof c->error, fmt, ap);
     va_end(ap);
+    c->error_code = code;
     return -1;
+}
+
+/* c's error from err: the bootstrap's code, or for the planner's (which
+ * has none: it reads the environment) configuration. */
+static int fail_with(struct cohort *c, const struct cohort_err *err)
+{
+    return cohort_internal_fail(c, err->code ? err->code : COHORT_ERR_CONFIG, "cohort: %s",
+                                err->msg);
+}
+
+int cohort_internal_read_opts(struct cohort *c, const char *func, const char *type,
+                              const void *opts, size_t min, void *out, size_t out_size)
+{
+    memset(out, 0, out_size);
+    if (!opts)
+        return 0;
+    char init[64]; /* struct X is initialised by X_INIT, in capitals */
+    size_t n = 0, size;
+    for (; type[n] && n < sizeof init - 6; n++)
+        init[n] = (char)toupper((unsigned char)type[n]);
+    snprintf(init + n, sizeof init - n, "_INIT");
+    memcpy(&size, opts, sizeof size);
+    if (size < min || size > OPTS_SIZE_MAX)
+        return cohort_internal_fail(c, COHORT_ERR_USAGE,
+                                    "cohort: %s: opts->size is %zu, not the size of a struct %s: "
+                                    "set it to sizeof(struct %s), e.g. with %s",
+                                    func, size, type, type, init);
+    for (size_t i = out_size; i < size; i++)
+        if (((const unsigned char *)opts)[i])
+            return cohort_internal_fail(
+                c, COHORT_ERR_USAGE,
+                "cohort: %s: opts->size is %zu, but this libcohort's struct %s has %zu bytes "
+                "and byte %zu past them is set: an option of a newer libcohort; link with "
+                "that one, or leave the option 0",
+                func, size, type, out_size, i);
+    memcpy(out, opts, size < out_size ? size : out_size);
+    return 0;
 }
 
 static int timeout_s(const struct cohort_opts *opts, const struct envlist *env,
                      struct cohort_err *err)
 {
-    if (opts && opts->timeout_s > 0)
+    if (opts->timeout_s > 0)
         return opts->timeout_s;
     const char *v = envlist_get(env, "COHORT_TIMEOUT");
     uint32_t s = DEFAULT_TIMEOUT_S;
     if (v && (parse_u32("COHORT_TIMEOUT", v, &s, err) < 0 || s == 0 || s > 86400))
-        return cohort_fail(err, "COHORT_TIMEOUT='%s' is not a number of seconds (1-86400)", v);
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "COHORT_TIMEOUT='%s' is not a number of seconds (1-86400)", v);
     return (int)s;
 }
 
@@ -69,26 +131,28 @@ static int describe_step(struct cohort *c, const struct envlist *env, uint16_t *
 {
     const char *hostfile = step_env_hostfile(env);
     char *hostfile_text = NULL;
-    if (hostfile && !(hostfile_text = read_text_file("SLURM_HOSTFILE", hostfile, err)))
+    if (hostfile && !(hostfile_text = read_text_file("SLURM_HOSTFILE", hostfile, true, err)))
         return -1;
     if (!envlist_get(env, "SLURM_STEP_NODELIST")) {
         free(hostfile_text);
-        return cohort_fail(err, "not inside a Slurm job step (SLURM_STEP_NODELIST is not "
-                                "set): start the program with srun");
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "not inside a Slurm job step (SLURM_STEP_NODELIST is not set): "
+                                "start the program with srun");
     }
     int rc = step_from_env(&c->step, env, hostfile_text, err);
     free(hostfile_text);
     if (rc < 0)
         return -1;
     if (c->step.rank == COHORT_UNKNOWN)
-        return cohort_fail(err, "SLURM_PROCID and SLURM_LOCALID are not set: start one "
-                                "process per task with srun");
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "SLURM_PROCID and SLURM_LOCALID are not set: start one process "
+                                "per task with srun");
     const struct cohort_step *s = &c->step;
     c->rank_node = malloc(sizeof *c->rank_node * s->num_tasks);
     uint32_t *ranks = malloc(sizeof *ranks * s->num_tasks);
     if (!c->rank_node || !ranks) {
         free(ranks);
-        return cohort_fail(err, "out of memory");
+        return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
     }
     for (uint32_t n = 0; n < s->num_nodes && rc == 0; n++) {
         rc = layout_node_ranks(s, n, ranks, err);
@@ -109,7 +173,59 @@ static int describe_step(struct cohort *c, const struct envlist *env, uint16_t *
     if (r && port_range_parse(r, &range, err) < 0)
         return -1;
     uint16_t master;
-    plan_step_ports(s, range, &master, port);
+    plan_step_ports(s, range, envlist_get(env, "COHORT_SECRET"), &master, port);
+    return 0;
+}
+
+/* The backend: COHORT_BOOTSTRAP=tcp|pmix, else PMIx under srun --mpi=pmix
+ * (PMIX_NAMESPACE is set) where libcohort has it, else the TCP tree. NULL
+ * with c's error when there is none. */
+static const struct boot_ops *choose_boot(struct cohort *c, const struct envlist *env)
+{
+    const struct boot_ops *pmix_ops = BOOT_PMIX_OPS;
+    const char *boot = envlist_get(env, "COHORT_BOOTSTRAP");
+    if (boot && strcmp(boot, "tcp") != 0 && strcmp(boot, "pmix") != 0) {
+        cohort_internal_fail(c, COHORT_ERR_CONFIG,
+                             "cohort: COHORT_BOOTSTRAP='%s' is not tcp or pmix", boot);
+        return NULL;
+    }
+    bool pmix = boot ? strcmp(boot, "pmix") == 0 : envlist_get(env, "PMIX_NAMESPACE") != NULL;
+    if (pmix && pmix_ops)
+        return pmix_ops;
+    if (pmix && boot) {
+        cohort_internal_fail(c, COHORT_ERR_CONFIG, "cohort: COHORT_BOOTSTRAP=pmix, but this "
+                                                   "libcohort was built without PMIx");
+        return NULL;
+    }
+    return &boot_tcp_ops;
+}
+
+/* cohort_init once c and its options are there: the step, the backend,
+ * and a first barrier that completes the join. */
+static int join(struct cohort *c, const struct cohort_opts *opts, const struct envlist *env)
+{
+    struct cohort_err err;
+    uint16_t port = 0;
+    if ((c->timeout_s = timeout_s(opts, env, &err)) < 0 ||
+        describe_step(c, env, &port, &err) < 0)
+        return fail_with(c, &err);
+    const struct boot_ops *ops = choose_boot(c, env);
+    if (!ops)
+        return -1;
+    struct boot_args args = {
+        .step = &c->step,
+        .rank_node = c->rank_node,
+        .master = c->master,
+        .port = port,
+        .timeout_s = c->timeout_s,
+        .env = env,
+    };
+    if (ops->open(&args, &c->boot_state, &err) < 0)
+        return fail_with(c, &err);
+    c->boot = ops;
+    if (cohort_barrier(c) != 0) /* everyone joined */
+        return -1;
+    joined_handle = c;
     return 0;
 }
 
@@ -120,79 +236,19 @@ int cohort_init(struct cohort **out, const struct cohort_opts *opts)
     if (!c)
         return -1;
     step_init(&c->step);
+    if (joined_handle)
+        return cohort_internal_fail(c, COHORT_ERR_USAGE,
+                                    "cohort: cohort_init was called again while this process is "
+                                    "joined: call cohort_finalize first");
+    struct cohort_opts o;
+    if (cohort_internal_read_opts(c, "cohort_init", "cohort_opts", opts, OPTS_V1_SIZE, &o,
+                                  sizeof o) < 0)
+        return -1;
     struct envlist env;
-    struct cohort_err err;
-    struct auth_key key;
-    uint16_t port = 0;
     envlist_init(&env);
-    int rc = -1, secs;
-    if (envlist_from_envp(&env, environ) < 0) {
-        cohort_internal_fail(c, "out of memory");
-        goto out;
-    }
-    if ((secs = c->timeout_s = timeout_s(opts, &env, &err)) < 0 ||
-        describe_step(c, &env, &port, &err) < 0) {
-        cohort_internal_fail(c, "cohort: %s", err.msg);
-        goto out;
-    }
-    const char *boot = envlist_get(&env, "COHORT_BOOTSTRAP");
-    if (boot && strcmp(boot, "tcp") != 0 && strcmp(boot, "pmix") != 0) {
-        cohort_internal_fail(c, "cohort: COHORT_BOOTSTRAP='%s' is not tcp or pmix", boot);
-        goto out;
-    }
-    bool pmix = boot ? strcmp(boot, "pmix") == 0 : envlist_get(&env, "PMIX_NAMESPACE") != NULL;
-    if (pmix) {
-#ifdef HAVE_PMIX
-        if (pmix_boot_open(c->step.rank, c->step.num_tasks, secs, &c->pmix, &err) < 0) {
-            cohort_internal_fail(c, "cohort: %s", err.msg);
-            goto out;
-        }
-        rc = cohort_barrier(c);
-        goto out;
-#else
-        if (boot) {
-            cohort_internal_fail(c, "cohort: COHORT_BOOTSTRAP=pmix, but this libcohort was "
-                                    "built without PMIx");
-            goto out;
-        }
-#endif
-    }
-    const char *secret = envlist_get(&env, "COHORT_SECRET");
-    if (!secret) {
-        /* no plugin: munge vouches for the user instead, where it runs */
-        const char *socket = envlist_get(&env, "COHORT_MUNGE_SOCKET");
-        if (auth_key_munge(socket, &key, &err) < 0) {
-            cohort_internal_fail(c, "cohort: COHORT_SECRET is not set and munge cannot stand "
-                                    "in (%s): the cohort plugin sets it for every step "
-                                    "(srun --cohort=env|train|infer); without the plugin, "
-                                    "export a random secret of 64 hex digits before srun, "
-                                    "or run munged%s",
-                                 err.msg, socket ? "" : " (or set COHORT_MUNGE_SOCKET)");
-            goto out;
-        }
-    } else if (auth_key_from_hex("COHORT_SECRET", secret, &key, &err) < 0) {
-        cohort_internal_fail(c, "cohort: %s", err.msg);
-        goto out;
-    }
-    struct tree_layout layout = {
-        .rank = c->step.rank,
-        .size = c->step.num_tasks,
-        .num_nodes = c->step.num_nodes,
-        .rank_node = c->rank_node,
-        .nodes = c->step.nodes,
-        .master_addr = c->master,
-        .port = port,
-        .job_id = c->step.job_id,
-        .step_id = c->step.step_id,
-    };
-    rc = tree_open(&layout, &key, secs * 1000, &c->tree, &err);
-    auth_key_clear(&key);
-    if (rc < 0) {
-        cohort_internal_fail(c, "cohort: %s", err.msg);
-        goto out;
-    }
-    rc = cohort_barrier(c); /* everyone joined */
-out:
+    int rc = envlist_from_envp(&env, environ) < 0
+                 ? cohort_internal_fail(c, COHORT_ERR_RESOURCE, "out of memory")
+                 : join(c, &o, &env);
     envlist_clear(&env);
     return rc;
 }
@@ -207,15 +263,12 @@ int cohort_node_count(const struct cohort *c) { return (int)c->step.num_nodes; }
 int cohort_set_timeout(struct cohort *c, int seconds)
 {
     if (seconds <= 0 || seconds > 86400)
-        return cohort_internal_fail(c, "cohort: cohort_set_timeout: %d is not 1-86400 seconds",
+        return cohort_internal_fail(c, COHORT_ERR_USAGE,
+                                    "cohort: cohort_set_timeout: %d is not 1-86400 seconds",
                                     seconds);
     c->timeout_s = seconds;
-    if (c->tree)
-        tree_set_timeout(c->tree, seconds * 1000);
-#ifdef HAVE_PMIX
-    if (c->pmix)
-        pmix_boot_set_timeout(c->pmix, seconds);
-#endif
+    if (c->boot)
+        c->boot->set_timeout(c->boot_state, seconds);
     return 0;
 }
 
@@ -229,47 +282,42 @@ const char *cohort_error(const struct cohort *c)
     return c ? c->error : "out of memory";
 }
 
+int cohort_error_code(const struct cohort *c)
+{
+    return c ? c->error_code : COHORT_ERR_RESOURCE;
+}
+
 /* One exchange; the result's entries in *down. want: the rank whose block
- * matters (bcast), WANT_ALL (allgather) or WANT_NONE (barrier). */
-#define WANT_ALL UINT32_MAX
-#define WANT_NONE (UINT32_MAX - 1)
+ * matters (bcast), BOOT_WANT_ALL (allgather) or BOOT_WANT_NONE (barrier). */
 static int exchange(struct cohort *c, const void *mine, size_t len, uint32_t want,
                     const char *what, uint8_t **down, uint32_t *down_len)
 {
     struct cohort_err err;
     *down = NULL;
     if (len > UINT32_MAX / 2)
-        return cohort_internal_fail(c, "cohort: %s: %zu bytes is too large", what, len);
-#ifdef HAVE_PMIX
-    if (c->pmix) {
-        if (pmix_boot_exchange(c->pmix, mine, (uint32_t)len, want == WANT_ALL ? UINT32_MAX : want,
-                               what, down, down_len, &err) < 0)
-            return cohort_internal_fail(c, "cohort: %s", err.msg);
-        return 0;
+        return cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: %s: %zu bytes is too large",
+                                    what, len);
+    if (!c->boot)
+        return cohort_internal_fail(c, COHORT_ERR_USAGE,
+                                    "cohort: %s: cohort_init did not succeed", what);
+    if (c->boot->exchange(c->boot_state, mine, (uint32_t)len, want, what, down, down_len,
+                          &err) < 0) {
+        c->transport_failed = true;
+        return fail_with(c, &err);
     }
-#endif
-    (void)want;
-    if (!c->tree)
-        return cohort_internal_fail(c, "cohort: %s: cohort_init did not succeed", what);
-    if (tree_exchange(c->tree, mine, (uint32_t)len, what, down, down_len, &err) < 0)
-        return cohort_internal_fail(c, "cohort: %s", err.msg);
     return 0;
 }
 
 const char *cohort_bootstrap(const struct cohort *c)
 {
-#ifdef HAVE_PMIX
-    if (c->pmix)
-        return "pmix";
-#endif
-    return c->tree ? "tcp" : "none";
+    return c->boot ? c->boot->name : "none";
 }
 
 int cohort_barrier(struct cohort *c)
 {
     uint8_t *down;
     uint32_t n;
-    int rc = exchange(c, NULL, 0, WANT_NONE, "cohort_barrier", &down, &n);
+    int rc = exchange(c, NULL, 0, BOOT_WANT_NONE, "cohort_barrier", &down, &n);
     free(down);
     return rc;
 }
@@ -277,8 +325,9 @@ int cohort_barrier(struct cohort *c)
 int cohort_bcast(struct cohort *c, void *buf, size_t len, int root)
 {
     if (root < 0 || (uint32_t)root >= c->step.num_tasks)
-        return cohort_internal_fail(c, "cohort: cohort_bcast: root %d is not a rank (0-%u)", root,
-                    c->step.num_tasks - 1);
+        return cohort_internal_fail(c, COHORT_ERR_USAGE,
+                                    "cohort: cohort_bcast: root %d is not a rank (0-%u)", root,
+                                    c->step.num_tasks - 1);
     uint8_t *down;
     uint32_t n;
     bool mine = (uint32_t)root == c->step.rank;
@@ -287,8 +336,10 @@ int cohort_bcast(struct cohort *c, void *buf, size_t len, int root)
         return -1;
     int rc = 0;
     if (len && (n != 8 + len || wire_get32(down) != (uint32_t)root || wire_get32(down + 4) != len))
-        rc = cohort_internal_fail(c, "cohort: cohort_bcast: rank %d sent another length than this rank's %zu",
-                  root, len);
+        rc = cohort_internal_fail(c, COHORT_ERR_USAGE,
+                                  "cohort: cohort_bcast: rank %d sent another length than this "
+                                  "rank's %zu",
+                                  root, len);
     else if (len && !mine)
         memcpy(buf, down + 8, len);
     free(down);
@@ -299,17 +350,21 @@ int cohort_allgather(struct cohort *c, const void *in, size_t len, void *out)
 {
     uint8_t *down;
     uint32_t n;
-    if (exchange(c, in, len, WANT_ALL, "cohort_allgather", &down, &n) < 0)
+    if (exchange(c, in, len, BOOT_WANT_ALL, "cohort_allgather", &down, &n) < 0)
         return -1;
     int rc = 0;
     if (len && n != (uint64_t)c->step.num_tasks * (8 + len))
-        rc = cohort_internal_fail(c, "cohort: cohort_allgather: ranks gave different lengths (this one %zu)",
-                  len);
+        rc = cohort_internal_fail(c, COHORT_ERR_USAGE,
+                                  "cohort: cohort_allgather: ranks gave different lengths (this "
+                                  "one %zu)",
+                                  len);
     for (uint32_t r = 0; rc == 0 && len && r < c->step.num_tasks; r++) {
         const uint8_t *e = down + (size_t)r * (8 + len);
         if (wire_get32(e) != r || wire_get32(e + 4) != len)
-            rc = cohort_internal_fail(c, "cohort: cohort_allgather: ranks gave different lengths (this one "
-                         "%zu)", len);
+            rc = cohort_internal_fail(c, COHORT_ERR_USAGE,
+                                      "cohort: cohort_allgather: ranks gave different lengths "
+                                      "(this one %zu)",
+                                      len);
         else
             memcpy((uint8_t *)out + (size_t)r * len, e + 8, len);
     }
@@ -321,15 +376,13 @@ int cohort_finalize(struct cohort *c)
 {
     if (!c)
         return 0;
-    bool joined = c->tree != NULL;
-#ifdef HAVE_PMIX
-    joined |= c->pmix != NULL;
-#endif
-    int rc = joined && !c->error[0] ? cohort_barrier(c) : 0;
-    tree_close(c->tree);
-#ifdef HAVE_PMIX
-    pmix_boot_close(c->pmix);
-#endif
+    /* A local mistake (a bad argument) leaves the others waiting in this
+     * barrier: only a failed exchange skips it. */
+    int rc = c->boot && !c->transport_failed ? cohort_barrier(c) : 0;
+    if (joined_handle == c)
+        joined_handle = NULL;
+    if (c->boot)
+        c->boot->close(c->boot_state);
     step_free(&c->step);
     free(c->rank_node);
     free(c);

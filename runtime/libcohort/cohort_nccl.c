@@ -1,8 +1,11 @@
-/* cohort_nccl.c - NCCL communicators with a deadline (cohort_nccl.h). */
+/* cohort_nccl.c - NCCL communicators with a deadline (cohort_nccl.h): the
+ * task's device, the unique ids shared over the bootstrap, the
+ * non-blocking init polled to the deadline, the splits handed back. */
 #include "cohort_nccl.h"
 
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +14,8 @@
 #include "cohort_internal.h"
 
 #define DEFAULT_RANKS_PER_ROOT 128
+/* struct cohort_nccl_opts as version 1 had it: up to its nonblocking */
+#define OPTS_V1_SIZE (offsetof(struct cohort_nccl_opts, nonblocking) + sizeof(int))
 
 static long long now_ms(void)
 {
@@ -26,8 +31,9 @@ static int select_device(struct cohort *c)
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0)
         return cohort_internal_fail(
-            c, "cohort: no CUDA device for rank %d (cudaGetDeviceCount: %s); check "
-               "--gres=gpu and CUDA_VISIBLE_DEVICES='%s'",
+            c, COHORT_ERR_NCCL,
+            "cohort: no CUDA device for rank %d (cudaGetDeviceCount: %s); check "
+            "--gres=gpu and CUDA_VISIBLE_DEVICES='%s'",
             cohort_rank(c), e != cudaSuccess ? cudaGetErrorString(e) : "0 devices",
             getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES") : "");
     int dev = cohort_local_rank(c) % count;
@@ -37,12 +43,14 @@ static int select_device(struct cohort *c)
         size_t n = strcspn(gpus, ",");
         snprintf(pci, sizeof pci, "%.*s", (int)(n < sizeof pci ? n : sizeof pci - 1), gpus);
         if (cudaDeviceGetByPCIBusId(&dev, pci) != cudaSuccess)
-            return cohort_internal_fail(c, "cohort: the planned GPU %s (COHORT_GPUS) is not "
-                                           "visible to rank %d",
+            return cohort_internal_fail(c, COHORT_ERR_NCCL,
+                                        "cohort: the planned GPU %s (COHORT_GPUS) is not "
+                                        "visible to rank %d",
                                         pci, cohort_rank(c));
     }
     if ((e = cudaSetDevice(dev)) != cudaSuccess)
-        return cohort_internal_fail(c, "cohort: cudaSetDevice(%d) failed on rank %d: %s", dev,
+        return cohort_internal_fail(c, COHORT_ERR_NCCL,
+                                    "cohort: cudaSetDevice(%d) failed on rank %d: %s", dev,
                                     cohort_rank(c), cudaGetErrorString(e));
     return 0;
 }
@@ -70,11 +78,13 @@ static int wait_comm(struct cohort *c, ncclComm_t comm, long long deadline, int 
 {
     ncclResult_t state = poll_state(comm, deadline);
     if (state == ncclInProgress)
-        return cohort_internal_fail(c, "cohort: the NCCL %s communicator did not come up "
-                                       "within %d s on rank %d; aborted",
+        return cohort_internal_fail(c, COHORT_ERR_TIMEOUT,
+                                    "cohort: the NCCL %s communicator did not come up "
+                                    "within %d s on rank %d; aborted",
                                     what, secs, cohort_rank(c));
     if (state != ncclSuccess)
-        return cohort_internal_fail(c, "cohort: NCCL %s communicator failed on rank %d: %s (%s)",
+        return cohort_internal_fail(c, COHORT_ERR_NCCL,
+                                    "cohort: NCCL %s communicator failed on rank %d: %s (%s)",
                                     what, cohort_rank(c), ncclGetErrorString(state),
                                     ncclGetLastError(comm));
     return 0;
@@ -108,131 +118,149 @@ static int split_comm(struct cohort *c, ncclComm_t from, int color, int key, ncc
     *out = NULL;
     ncclResult_t r = ncclCommSplit(from, color, key, out, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
-        cohort_internal_fail(c, "cohort: ncclCommSplit (%s) failed on rank %d: %s (%s)", what,
+        cohort_internal_fail(c, COHORT_ERR_NCCL,
+                             "cohort: ncclCommSplit (%s) failed on rank %d: %s (%s)", what,
                              cohort_rank(c), ncclGetErrorString(r), ncclGetLastError(from));
         if (*out)
             ncclCommAbort(*out);
         *out = NULL;
         return -1;
     }
-    if (wait_comm(c, from, deadline, secs, what) < 0 || !*out ||
-        (!blocking && wait_comm(c, *out, deadline, secs, what) < 0)) {
-        if (!*out)
-            cohort_internal_fail(c, "cohort: ncclCommSplit (%s) gave no communicator on rank %d",
-                                 what, cohort_rank(c));
-        else
-            ncclCommAbort(*out);
+    int rc = wait_comm(c, from, deadline, secs, what);
+    if (rc == 0 && !*out)
+        rc = cohort_internal_fail(c, COHORT_ERR_NCCL,
+                                  "cohort: ncclCommSplit (%s) gave no communicator on rank %d",
+                                  what, cohort_rank(c));
+    if (rc == 0 && !blocking)
+        rc = wait_comm(c, *out, deadline, secs, what);
+    if (rc < 0 && *out) {
+        ncclCommAbort(*out);
         *out = NULL;
-        return -1;
     }
-    return 0;
+    return rc;
 }
 
-int cohort_nccl_init(struct cohort *c, ncclComm_t *world, const struct cohort_nccl_opts *opts)
+/* Every rank learns whether every rank has a device before any waits in
+ * NCCL for the others. */
+static int all_have_device(struct cohort *c)
 {
-    *world = NULL;
-    int secs = opts && opts->timeout_s > 0 ? opts->timeout_s : cohort_internal_timeout_s(c);
-    int per_root = opts && opts->ranks_per_root > 0 ? opts->ranks_per_root
-                                                    : DEFAULT_RANKS_PER_ROOT;
-    int rank = cohort_rank(c), size = cohort_size(c);
-    int nroots = (size + per_root - 1) / per_root;
-    /* Every rank learns whether every rank has a device before any waits
-     * in NCCL for the others. */
-    int have = select_device(c) == 0;
+    int have = select_device(c) == 0, size = cohort_size(c);
     int *all = malloc(sizeof *all * (size_t)size);
-    ncclUniqueId *ids = malloc(sizeof *ids * (size_t)size);
-    int rc = -1;
-    if (!all || !ids) {
-        cohort_internal_fail(c, "cohort: out of memory");
-        goto out;
-    }
+    if (!all)
+        return cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");
     char mine_err[512];
+    int mine_code = have ? COHORT_OK : cohort_error_code(c);
     snprintf(mine_err, sizeof mine_err, "%s", have ? "" : cohort_error(c));
-    if (cohort_allgather(c, &have, sizeof have, all) != 0)
-        goto out;
-    for (int r = 0; r < size; r++)
-        if (!all[r]) {
-            if (have)
-                cohort_internal_fail(c, "cohort: rank %d has no usable CUDA device; no NCCL "
-                                        "communicator",
-                                     r);
-            else
-                cohort_internal_fail(c, "%s", mine_err);
-            goto out;
-        }
-    /* Roots: ranks r * size / nroots. Each makes an id; all gather them. */
-    ncclUniqueId id;
+    int rc = cohort_allgather(c, &have, sizeof have, all);
+    for (int r = 0; rc == 0 && r < size; r++)
+        if (!all[r] && have)
+            rc = cohort_internal_fail(c, COHORT_ERR_NCCL, "cohort: rank %d has no usable CUDA "
+                                                          "device; no NCCL communicator",
+                                      r);
+        else if (!all[r])
+            rc = cohort_internal_fail(c, mine_code, "%s", mine_err);
+    free(all);
+    return rc;
+}
+
+/* The unique ids of the nroots roots, ranks k * size / nroots: each root
+ * makes one, all ranks gather every rank's. A malloc'd array, or NULL with
+ * c's error. */
+static ncclUniqueId *root_ids(struct cohort *c, int nroots)
+{
+    int rank = cohort_rank(c), size = cohort_size(c);
+    ncclUniqueId id, *ids = malloc(sizeof *ids * (size_t)size), *roots = NULL;
+    if (!ids) {
+        cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");
+        return NULL;
+    }
     memset(&id, 0, sizeof id);
     int is_root = 0;
     for (int k = 0; k < nroots; k++)
         is_root |= rank == (int)((long long)k * size / nroots);
     ncclResult_t r;
     if (is_root && (r = ncclGetUniqueId(&id)) != ncclSuccess) {
-        cohort_internal_fail(c, "cohort: ncclGetUniqueId failed on rank %d: %s", rank,
-                             ncclGetErrorString(r));
+        cohort_internal_fail(c, COHORT_ERR_NCCL, "cohort: ncclGetUniqueId failed on rank %d: %s",
+                             rank, ncclGetErrorString(r));
         /* the others learn it from the allgather below: an all-zero id */
     }
     if (cohort_allgather(c, &id, sizeof id, ids) != 0)
         goto out;
-    ncclUniqueId *root_ids = malloc(sizeof *root_ids * (size_t)nroots);
-    if (!root_ids) {
-        cohort_internal_fail(c, "cohort: out of memory");
+    if (!(roots = malloc(sizeof *roots * (size_t)nroots))) {
+        cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");
         goto out;
     }
     static const ncclUniqueId zero;
     int bad_root = -1;
     for (int k = 0; k < nroots; k++) {
         int at = (int)((long long)k * size / nroots);
-        root_ids[k] = ids[at];
+        roots[k] = ids[at];
         if (memcmp(&ids[at], &zero, sizeof zero) == 0)
             bad_root = at;
     }
     if (bad_root >= 0) {
-        free(root_ids);
-        cohort_internal_fail(c, "cohort: rank %d could not create an NCCL unique id", bad_root);
-        goto out;
+        free(roots);
+        roots = NULL;
+        cohort_internal_fail(c, COHORT_ERR_NCCL, "cohort: rank %d could not create an NCCL "
+                                                 "unique id",
+                             bad_root);
     }
+out:
+    free(ids);
+    return roots;
+}
+
+int cohort_nccl_init(struct cohort *c, ncclComm_t *world, const struct cohort_nccl_opts *opts)
+{
+    *world = NULL;
+    struct cohort_nccl_opts o;
+    if (cohort_internal_read_opts(c, "cohort_nccl_init", "cohort_nccl_opts", opts,
+                                  OPTS_V1_SIZE, &o, sizeof o) < 0)
+        return -1;
+    int secs = o.timeout_s > 0 ? o.timeout_s : cohort_internal_timeout_s(c);
+    int per_root = o.ranks_per_root > 0 ? o.ranks_per_root : DEFAULT_RANKS_PER_ROOT;
+    int rank = cohort_rank(c), size = cohort_size(c);
+    int nroots = (size + per_root - 1) / per_root;
+    ncclUniqueId *ids;
+    if (all_have_device(c) != 0 || !(ids = root_ids(c, nroots)))
+        return -1;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
     long long deadline = now_ms() + (long long)secs * 1000;
     ncclComm_t first = NULL;
+    ncclResult_t r;
     if (nroots > 1)
-        r = ncclCommInitRankScalable(&first, size, rank, nroots, root_ids, &config);
+        r = ncclCommInitRankScalable(&first, size, rank, nroots, ids, &config);
     else
-        r = ncclCommInitRankConfig(&first, size, root_ids[0], rank, &config);
-    free(root_ids);
+        r = ncclCommInitRankConfig(&first, size, ids[0], rank, &config);
+    free(ids);
     if (r != ncclSuccess && r != ncclInProgress) {
-        cohort_internal_fail(c, "cohort: NCCL init failed on rank %d: %s (%s)", rank,
-                             ncclGetErrorString(r), ncclGetLastError(first));
+        cohort_internal_fail(c, COHORT_ERR_NCCL, "cohort: NCCL init failed on rank %d: %s (%s)",
+                             rank, ncclGetErrorString(r), ncclGetLastError(first));
         if (first)
             ncclCommAbort(first);
-        goto out;
+        return -1;
     }
     if (wait_comm(c, first, deadline, secs, "world") < 0) {
         ncclCommAbort(first);
-        goto out;
+        return -1;
     }
-    bool blocking = !(opts && opts->nonblocking);
+    bool blocking = !o.nonblocking;
     if (blocking && split_comm(c, first, 0, rank, world, true, deadline, secs, "world") < 0) {
         ncclCommAbort(first);
-        goto out;
+        return -1;
     }
     if (!blocking)
         *world = first;
-    if (opts && opts->local &&
-        split_comm(c, first, cohort_node_rank(c), cohort_local_rank(c), opts->local, blocking,
-                   deadline, secs, "node-local") < 0) {
+    if (o.local && split_comm(c, first, cohort_node_rank(c), cohort_local_rank(c), o.local,
+                              blocking, deadline, secs, "node-local") < 0) {
         if (blocking)
             ncclCommAbort(*world);
         ncclCommAbort(first);
         *world = NULL;
-        goto out;
+        return -1;
     }
     if (blocking)
         release_comm(first, deadline);
-    rc = 0;
-out:
-    free(all);
-    free(ids);
-    return rc;
+    return 0;
 }

@@ -6,7 +6,16 @@
  * (before joining), joined (after cohort_init) or bcast (after the first
  * broadcast); with "stall" it joins, then makes no call for 10 s (the
  * others' deadline passes first) and is killed by its alarm.
- * COHORT_TEST_CALL_TIMEOUT: the deadline after cohort_init. */
+ * COHORT_TEST_CALL_TIMEOUT: the deadline after cohort_init.
+ * COHORT_TEST_CASE picks another run instead:
+ *   cycles      cohort_init, a barrier, cohort_finalize, COHORT_TEST_CYCLES
+ *               times: "rank R: ok, N cycles"
+ *   again       a second cohort_init while joined: "rank R: again: <its
+ *               error>", then the usual run
+ *   bad-timeout the victim's cohort_set_timeout(c, 0) fails (a local
+ *               mistake), then the usual run
+ *   big         an allgather of COHORT_TEST_BYTES bytes from every rank:
+ *               "rank R: FAIL: <cohort's message>" or "rank R: ok, big" */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,13 +52,73 @@ static int failed(struct cohort *c, int rank)
     return 1;
 }
 
+static int cycles(int me)
+{
+    int n = env_int("COHORT_TEST_CYCLES");
+    for (int i = 0; i < n; i++) {
+        struct cohort *c;
+        if (cohort_init(&c, NULL) != 0 || cohort_barrier(c) != 0) {
+            printf("rank %d: FAIL: cycle %d: %s\n", me, i + 1, cohort_error(c));
+            cohort_finalize(c);
+            return 1;
+        }
+        if (cohort_finalize(c) != 0) {
+            printf("rank %d: FAIL: cycle %d: cohort_finalize\n", me, i + 1);
+            return 1;
+        }
+    }
+    printf("rank %d: ok, %d cycles\n", me, n);
+    return 0;
+}
+
+static int big(struct cohort *c, int me)
+{
+    size_t n = (size_t)env_int("COHORT_TEST_BYTES");
+    char *in = calloc(1, n), *out = malloc(n * (size_t)cohort_size(c));
+    if (!in || !out) {
+        printf("rank %d: FAIL: out of memory\n", me);
+        return 1;
+    }
+    int rc = cohort_allgather(c, in, n, out);
+    free(in);
+    free(out);
+    if (rc != 0)
+        return failed(c, me);
+    printf("rank %d: ok, big\n", me);
+    return cohort_finalize(c) != 0;
+}
+
+/* COHORT_TEST_CASE, "" for the usual run. */
+static const char *test_case(void)
+{
+    const char *v = getenv("COHORT_TEST_CASE");
+    return v ? v : "";
+}
+
 int main(void)
 {
     int me = env_int("SLURM_PROCID");
     struct cohort *c;
+    if (strcmp(test_case(), "cycles") == 0)
+        return cycles(me);
     maybe_die("init");
     if (cohort_init(&c, NULL) != 0)
         return failed(c, me);
+    if (strcmp(test_case(), "big") == 0)
+        return big(c, me);
+    if (strcmp(test_case(), "again") == 0) {
+        struct cohort *again;
+        int rc = cohort_init(&again, NULL);
+        printf("rank %d: again: %s\n", me, rc == 0 ? "joined twice" : cohort_error(again));
+        if (rc == 0)
+            return 1;
+        cohort_finalize(again);
+    }
+    if (strcmp(test_case(), "bad-timeout") == 0 && me == env_int("COHORT_TEST_VICTIM") &&
+        cohort_set_timeout(c, 0) == 0) {
+        printf("rank %d: FAIL: cohort_set_timeout(c, 0) did not fail\n", me);
+        return 1;
+    }
     int rank = cohort_rank(c), size = cohort_size(c);
     /* deadline tests: a long one to join, a short one for the calls after */
     if (env_int("COHORT_TEST_CALL_TIMEOUT") > 0 &&

@@ -40,7 +40,8 @@ int main(void)
     ncclComm_t world, local;
     const char *per_root = getenv("NCCL_CHECK_RANKS_PER_ROOT");
     const char *timeout = getenv("NCCL_CHECK_TIMEOUT");
-    struct cohort_nccl_opts opts = {.local = &local,
+    struct cohort_nccl_opts opts = {.size = sizeof opts,
+                                    .local = &local,
                                     .ranks_per_root = per_root ? atoi(per_root) : 0,
                                     .timeout_s = timeout ? atoi(timeout) : 0,
                                     .nonblocking = getenv("NCCL_CHECK_NONBLOCKING") != NULL};

@@ -17,6 +17,11 @@
 #   cluster.sh exec DIR HOST CMD...    runs CMD on HOST (head, n1, ...)
 #   cluster.sh down DIR                stops every daemon by PID, removes the
 #                                      namespaces
+#   cluster.sh munge-socket DIR        prints munged's socket
+#
+# Sockets (munged's, slurmd's spool with its PMIx sockets) live under a short
+# directory of their own, /run/cohXXXXXX, so that DIR may be as deep as a
+# build tree anywhere: a Unix socket's path holds 107 bytes at most.
 #
 # DIR/etc/plugstack.conf is read by srun and slurmstepd at every step, so a
 # test may rewrite it between steps. SLURM_CONF is set for exec'd commands.
@@ -38,6 +43,8 @@ check() {
 
 # The namespace prefix of DIR: short, and different for different DIRs.
 prefix() { echo "coh$(printf %s "$1" | md5sum | cut -c1-6)"; }
+# The short directory of DIR's sockets.
+sockets() { echo "/run/$(prefix "$1")"; }
 
 holder_pid() { cat "$1/run/$2.holder.pid" 2>/dev/null; }
 
@@ -49,8 +56,9 @@ in_host() { # in_host DIR HOST CMD...
 }
 
 write_config() {
-    local dir=$1 nodes=$2 i
-    mkdir -p "$dir"/{etc,munge,run,log,state,spool,gres,work}
+    local dir=$1 nodes=$2 i sock
+    sock=$(sockets "$dir")
+    mkdir -p "$dir"/{etc,munge,run,log,state,gres,work} "$sock/spool"
     chmod 700 "$dir/munge"
     {
         echo "127.0.0.1 localhost"
@@ -68,10 +76,10 @@ SlurmctldHost=head(10.77.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
-AuthInfo=socket=$dir/munge/munge.sock
+AuthInfo=socket=$sock/munge.sock
 CredType=cred/munge
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool/%n
+SlurmdSpoolDir=$sock/spool/%n
 SlurmctldPidFile=$dir/run/slurmctld.own.pid
 SlurmdPidFile=$dir/run/slurmd-%n.own.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
@@ -148,7 +156,7 @@ up() {
     # munged daemonizes only once it is ready: no race with the daemons.
     [ -s "$dir/munge/munge.key" ] || mungekey -c -k "$dir/munge/munge.key" ||
         die "mungekey failed"
-    munged --key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.sock" \
+    munged --key-file="$dir/munge/munge.key" --socket="$(sockets "$dir")/munge.sock" \
         --pid-file="$dir/munge/munged.pid" --seed-file="$dir/munge/munged.seed" \
         --log-file="$dir/log/munged.log" --force || die "munged did not start: $(tail -3 "$dir/log/munged.log")"
     cp "$dir/munge/munged.pid" "$dir/run/munged.pid"
@@ -217,5 +225,6 @@ check) check ;;
 up) [ $# -ge 1 ] || die "usage: cluster.sh up DIR [NODES] [SHARED_PATH...]"; up "$@" ;;
 exec) [ $# -ge 3 ] || die "usage: cluster.sh exec DIR HOST CMD..."; in_host "$@" ;;
 down) [ $# -eq 1 ] || die "usage: cluster.sh down DIR"; down "$1" ;;
-*) die "usage: cluster.sh install|check|up|exec|down (see the top of $0)" ;;
+munge-socket) [ $# -eq 1 ] || die "usage: cluster.sh munge-socket DIR"; echo "$(sockets "$1")/munge.sock" ;;
+*) die "usage: cluster.sh install|check|up|exec|down|munge-socket (see the top of $0)" ;;
 esac

@@ -1,0 +1,152 @@
+/* net.h - cohort's one connection layer: an epoll event loop of
+ * authenticated, framed connections, used by the bootstrap tree and by
+ * anything else in libcohort that serves peers.
+ *
+ * Listening: every accepted connection is challenged at once and has
+ * NET_PROVE_MS to send a good hello (handshake.h); until then it sits in
+ * its listener's bounded pool of unproven connections. When a pool is
+ * full, or descriptors run short, new connections are closed at once
+ * (refused), never one that is already proving itself. A Unix listener
+ * closes connections of another uid at once (SO_PEERCRED). A proven hello
+ * goes to the owner's admit callback; an admitted peer is welcomed and its
+ * session starts: from then on every frame both ways carries a MAC and an
+ * implicit sequence number (session.h).
+ *
+ * Dialing: net_dial connects to a parent, retrying (1 ms growing to
+ * NET_RETRY_MAX_MS) while it is not there or closes the connection before
+ * welcoming this process, each address for NET_CONNECT_TRY_MS at most. A
+ * TCP parent that accepts but does not challenge within NET_CHALLENGE_MS,
+ * or answers with something that is not this step's challenge, is not
+ * this step's parent: the dial fails at once, naming the port. A Unix
+ * parent of another uid is refused.
+ *
+ * Everything waits in net_poll, with a deadline. Not thread-safe. */
+#ifndef COHORT_NET_H
+#define COHORT_NET_H
+
+#include <netdb.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/un.h>
+
+#include "conn.h"
+#include "error.h"
+#include "handshake.h"
+
+#define NET_PROVE_MS 3000       /* an accepted connection's time to send a good hello */
+#define NET_CHALLENGE_MS 3000   /* a TCP parent's time to challenge a connection */
+#define NET_CONNECT_TRY_MS 2000 /* one connect to one address */
+#define NET_RETRY_MAX_MS 250    /* the longest wait between dials */
+#define NET_POOL_TCP 1024       /* unproven connections per TCP listener */
+#define NET_POOL_UNIX 256       /* and per Unix listener */
+#define NET_FD_SPARE 16         /* descriptors kept for all but connections */
+#define NET_UNAUTH_MAX 1024     /* bytes a frame may hold before its sender is proven */
+
+/* Ordered: every state before NET_READY is a connection not proven yet. */
+enum net_state {
+    NET_DIALING,        /* client: waiting to connect (again) */
+    NET_CONNECTING,     /* client: connect in progress */
+    NET_WAIT_CHALLENGE, /* client */
+    NET_WAIT_WELCOME,   /* client */
+    NET_PROVING,        /* server: challenged, waiting for a good hello */
+    NET_READY,          /* authenticated both ways; frames are MAC'd */
+    NET_CLOSING,        /* flushing a last frame, then closed */
+    NET_DEAD,
+};
+
+struct net_dial;
+
+struct net_conn {
+    int tag;                 /* tells a connection from a listener in epoll */
+    struct conn c;           /* socket, buffers, session; c.rank, c.node: the peer */
+    enum net_state state;
+    int listener;            /* server: its listener's index; client: -1 */
+    long long deadline;      /* of the current handshake step */
+    uint8_t nonce[AUTH_NONCE_LEN]; /* server: the challenge it was sent */
+    struct hs_child hs;      /* client: its side of the handshake */
+    struct net_dial *dial;   /* client: where and how to retry */
+    bool closed;             /* ready: the peer closed, or a write failed */
+    bool closed_told;        /* NET_EV_CLOSED was given */
+    unsigned events;         /* what epoll watches for it (0: not watched) */
+    int ev;                  /* its slot in this round's events, or -1 */
+};
+
+enum net_admit { NET_ADMIT, NET_DROP, NET_REFUSE };
+
+struct net_ops {
+    void *ctx;
+    uint32_t max_payload;    /* the largest frame a proven peer may send */
+    /* A proven hello: NET_ADMIT, NET_DROP (closed, as a stranger would be)
+     * or NET_REFUSE with why (sentence and code), the child's failure. */
+    enum net_admit (*admit)(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+};
+
+/* What happened to a connection in one net_poll (bits). */
+enum {
+    NET_EV_JOINED = 1,    /* server: admitted and welcomed */
+    NET_EV_CONNECTED = 2, /* client: welcomed by the parent */
+    NET_EV_DATA = 4,      /* ready: bytes arrived (conn_next them) */
+    NET_EV_CLOSED = 8,    /* ready: the peer is gone (its last frames may be buffered) */
+    NET_EV_FAILED = 16,   /* client: the dial failed (net_dial_error) */
+};
+
+struct net_event {
+    struct net_conn *c;
+    unsigned what;
+};
+
+/* Where a dial goes: a Unix socket, or every address of a TCP host. */
+struct net_target {
+    char name[200];                /* for messages */
+    bool is_unix;
+    struct sockaddr_un ua;
+    socklen_t ua_len;
+    const struct addrinfo *addrs;  /* TCP: tried in turn; owned by the caller */
+    unsigned port;                 /* TCP: for messages */
+    int timeout_s;                 /* for messages */
+};
+
+struct net;
+
+/* A loop for the process described by me (me->key must outlive it). */
+int net_new(const struct hs_self *me, const struct net_ops *ops, struct net **out,
+            struct cohort_err *err);
+void net_free(struct net *n);
+
+/* The descriptors this process may use for connections: the soft limit,
+ * raised to the hard one first. */
+long net_fd_limit(void);
+
+/* Serves a bound, listening, non-blocking socket. */
+int net_listen(struct net *n, int fd, bool is_unix, struct cohort_err *err);
+
+/* Starts a dial to t (copied) until deadline (ms, tree_now_ms clock). */
+struct net_conn *net_dial(struct net *n, const struct net_target *t, long long deadline);
+/* Why a dial failed (NET_EV_FAILED). */
+const struct cohort_err *net_dial_error(const struct net_conn *c);
+
+/* Waits at most timeout_ms for something to happen; returns the number
+ * of events (*evs valid until the next call), or -1 with err. */
+int net_poll(struct net *n, int timeout_ms, struct net_event **evs, struct cohort_err *err);
+
+/* Queues a frame (sealed) and writes what the socket takes; -1 when out
+ * of memory (a dead peer shows as NET_EV_CLOSED). */
+int net_send(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t rank,
+             const void *payload, uint32_t len);
+/* Writes every ready connection's queue, until deadline at most. */
+void net_flush(struct net *n, long long deadline);
+/* Closes c now; it is freed at the next net_poll. */
+void net_close(struct net *n, struct net_conn *c);
+
+/* From now on every proven hello is answered with why (the step failed:
+ * its sentence and code), and never admitted. */
+void net_refuse(struct net *n, const struct cohort_err *why);
+/* How many proven hellos were answered so. */
+unsigned net_refused(const struct net *n);
+/* Connections accepted and not yet proven (all listeners). */
+size_t net_unproven(const struct net *n);
+
+long long net_now_ms(void);
+
+#endif
