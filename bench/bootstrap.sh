@@ -10,13 +10,15 @@
 # after the table (PY_MS_PER_RANK: the CPU time, in ms, one Python rank
 # takes to load torch, 2500 if unset). Prints a Markdown table.
 #   bench/bootstrap.sh BUILDDIR ["COHORT_NS"] ["TCPSTORE_NS"] [REPS]
+# COHORT_NS: "64 256 1024 4096" if unset; TCPSTORE_NS: "64 256" if unset, ""
+# for none (cohort alone, no torch needed).
 # BUILDDIR without a Makefile: a copy holding only the built bench/boot_bench
 # and tests/bootstrap/spawn, run as is. PYTHON: the interpreter with torch.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: bootstrap.sh BUILDDIR [COHORT_NS] [TCPSTORE_NS]}" && pwd)
 cohort_ns=${2:-64 256 1024 4096}
-store_ns=${3:-64 256}
+store_ns=${3-64 256}
 reps=${4:-1}
 if [ -f "$build/Makefile" ]; then
     make -s -C "$build" bench/boot_bench tests/bootstrap/spawn >/dev/null || exit 1

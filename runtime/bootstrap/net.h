@@ -38,7 +38,7 @@
 #define NET_CHALLENGE_MS 3000   /* a TCP parent's time to challenge a connection */
 #define NET_CONNECT_TRY_MS 2000 /* one connect to one address */
 #define NET_RETRY_MAX_MS 250    /* the longest wait between dials */
-#define NET_POOL_TCP 1024       /* unproven connections per TCP listener */
+#define NET_POOL_TCP 4096       /* unproven connections per TCP listener: above a 2000-stranger flood */
 #define NET_POOL_UNIX 256       /* and per Unix listener */
 #define NET_FD_SPARE 16         /* descriptors kept for all but connections */
 #define NET_UNAUTH_MAX 1024     /* bytes a frame may hold before its sender is proven */

@@ -1,0 +1,74 @@
+#!/bin/bash
+# bootstrap-compare.sh - cohort's bootstrap time in two builds, their runs
+# interleaved so that a change of load on the machine falls on both: ROUNDS
+# rounds; in each, for every N, bench/bootstrap.sh runs REPS times on one
+# build and then REPS times on the other (BUILD_A first in odd rounds,
+# BUILD_B first in even ones). Measured as bootstrap.sh measures it: from the last
+# rank's arrival until every rank holds a 128-byte blob broadcast from rank
+# 0 and has passed a barrier, all ranks arriving at once. Prints a Markdown
+# table: per N, the median and the range of all ROUNDS x REPS runs of each
+# build, and B / A of the medians; then the load average before and after.
+#   bench/bootstrap-compare.sh BUILD_A BUILD_B ["NS"] [ROUNDS] [REPS]
+# NS: "64 256" if unset; ROUNDS: 5; REPS: 3 (1-9). TCPStore is not run.
+# A run where a rank failed counts as failed and is left out of the figures.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+usage="usage: bootstrap-compare.sh BUILD_A BUILD_B [NS] [ROUNDS] [REPS]"
+build_a=${1:?$usage}
+build_b=${2:?$usage}
+ns=${3:-64 256}
+rounds=${4:-5}
+reps=${5:-3}
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+
+# one BUILD TAG N: a bootstrap.sh call at N; appends "TAG N MS" per run, or
+# "TAG N failed" once if a run did not complete, to $log/runs.
+one() {
+    "$here/bootstrap.sh" "$1" "$3" "" "$reps" >"$log/table" 2>"$log/err"
+    if grep -q '| failed' "$log/table"; then
+        echo "$2 $3 failed" >>"$log/runs"
+        echo "$2 N=$3: failed: $(grep '| failed' "$log/table")" >&2
+        return
+    fi
+    sed -n "s/^cohort N=\([0-9]*\) run [0-9]*: \([0-9.]*\) ms.*/$2 \1 \2/p" "$log/err" >"$log/new"
+    echo "$2 N=$3:" $(awk '{ print $3 }' "$log/new") >&2
+    cat "$log/new" >>"$log/runs"
+}
+
+# stats TAG N: "median (min-max)" of that build's runs at N, and their count.
+stats() {
+    awk -v t="$1" -v n="$2" '$1 == t && $2 == n && $3 != "failed"' "$log/runs" | sort -k3,3n |
+        awk '{ v[NR] = $3 }
+             END { if (!NR) { printf "-"; exit }
+                   m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+                   printf "%.1f (%s-%s), %d runs", m, v[1], v[NR], NR }'
+}
+
+failures() { awk -v t="$1" -v n="$2" '$1 == t && $2 == n && $3 == "failed"' "$log/runs" | wc -l; }
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+: >"$log/runs"
+for round in $(seq "$rounds"); do
+    for n in $ns; do
+        if [ $((round % 2)) = 1 ]; then
+            one "$build_a" A "$n"
+            one "$build_b" B "$n"
+        else
+            one "$build_b" B "$n"
+            one "$build_a" A "$n"
+        fi
+    done
+    echo "round $round of $rounds done; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+done
+echo "| N | A (ms) | B (ms) | B / A (medians) | calls with a failed run, A / B |"
+echo "|---|---|---|---|---|"
+for n in $ns; do
+    a=$(stats A "$n")
+    b=$(stats B "$n")
+    ratio=$(awk -v a="${a%% *}" -v b="${b%% *}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", b / a; else print "-" }')
+    echo "| $n | $a | $b | $ratio | $(failures A "$n") / $(failures B "$n") |"
+done
+echo
+echo "A: $build_a; B: $build_b; $rounds rounds of $reps runs each; $(nproc) CPUs."
+echo "Load average (1, 5, 15 min) before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)."
