@@ -1,4 +1,4 @@
-/* sched_bench.c - the work scheduler's own throughput (runtime/work/sched.h),
+/* sched_bench.c - the work scheduler's own throughput (runtime/work/work_sched.h),
  * without the coordinator's connections: workers in turn lease and at once
  * commit items of no work, first with adaptive leases (a buffer of 65536
  * ids), then one item at a time. The times passed in are CLOCK_MONOTONIC
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "sched.h"
+#include "work_sched.h"
 
 #define BUF 65536
 

@@ -408,6 +408,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     char *v = get_env(sp, "COHORT_VERBOSE");
     const char *vv = v ? v : srun_verbose;
     verbose = opt_verbose || (vv && strcmp(vv, "0") != 0 && *vv);
+    if (opt_verbose && !v) /* for what runs in the tasks: the work coordinator's progress */
+        spank_setenv(sp, "COHORT_VERBOSE", "1", 0);
     free(v);
     double start = now_ms();
     int rc = setup_node(sp, &err);

@@ -5,12 +5,12 @@
 # BIND_NOW), stack canaries (__stack_chk_fail), glibc's checked functions
 # (_FORTIFY_SOURCE, not in the sanitizer build), and libcohort's interface:
 # no hwloc, only cohort_* exported, every function of cohort.h exported (so
-# that cohort.map keeps up with the header), the public version nodes
+# that cohort.map keeps up with the headers), the public version nodes
 # (COHORT_1, COHORT_1.1, ...) holding exactly cohort.h's functions and every
 # other export a cohort_internal_* one under COHORT_PRIVATE_1 (no internal
 # symbol in the public ABI). Emits TAP; a failure says what was seen.
 b="$COHORT_BUILDDIR"
-header="$COHORT_SRCDIR/runtime/libcohort/cohort.h"
+headers="$COHORT_SRCDIR/runtime/libcohort/cohort.h $COHORT_SRCDIR/runtime/libcohort/cohort_work.h"
 . "$COHORT_SRCDIR/tests/tap.sh"
 
 command -v readelf >/dev/null && command -v nm >/dev/null ||
@@ -117,15 +117,15 @@ declared=$(awk '{
         }
     }
     sub(/\/\/.*/, "", out); print out
-}' "$header" | grep -o 'cohort_[a-z_0-9]*[[:space:]]*(' | sed 's/[[:space:]]*($//' | sort -u)
-[ -n "$declared" ] || bail "no cohort_* function found in $header"
+}' $headers | grep -o 'cohort_[a-z_0-9]*[[:space:]]*(' | sed 's/[[:space:]]*($//' | sort -u)
+[ -n "$declared" ] || bail "no cohort_* function found in $headers"
 missing=""
 for fn in $declared; do
     echo "$exported" | grep -qx "$fn" || missing="$missing $fn"
 done
 [ -z "$missing" ]
 check $? \
-    "libcohort.so exports all $(echo "$declared" | wc -l) functions of cohort.h" \
+    "libcohort.so exports all $(echo "$declared" | wc -l) functions of cohort.h and cohort_work.h" \
     "not exported (missing from runtime/libcohort/cohort.map?):$missing"
 
 # The public nodes (COHORT_<major>[.<minor>]) hold the API and nothing else.
@@ -133,7 +133,7 @@ public=$(echo "$versioned" | awk '$2 ~ /^COHORT_[0-9][0-9.]*$/ { print $1 }' | s
 stray=$(echo "$public" | grep -vxF "$declared" | tr '\n' ' ')
 unversioned=$(echo "$declared" | grep -vxF "$public" | tr '\n' ' ')
 [ -n "$public" ] && [ -z "$stray" ] && [ -z "$unversioned" ]
-check $? "libcohort.so's public version nodes (COHORT_1...) hold exactly the functions of cohort.h" \
+check $? "libcohort.so's public version nodes (COHORT_1...) hold exactly the functions of cohort.h and cohort_work.h" \
     "${stray:+in a public node but not declared in cohort.h: ${stray% }; }${unversioned:+declared but not in a public node: ${unversioned% }; }public: $(echo $public)"
 private=$(echo "$versioned" | awk '$2 !~ /^COHORT_[0-9][0-9.]*$/ &&
     !($1 ~ /^cohort_internal_/ && $2 == "COHORT_PRIVATE_1") { printf "%s@%s ", $1, $2 }')

@@ -72,7 +72,6 @@ EXTRA_DIST += tests/fuzz/corpus-wire
 # The work coordinator's scheduling and lease logic, on a simulated clock.
 check_PROGRAMS += tests/unit/test_sched
 TESTS += tests/unit/test_sched
-tests_unit_test_sched_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/work
 tests_unit_test_sched_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
 # libcohort's bootstrap with many processes on this machine.
@@ -83,6 +82,21 @@ tests_bootstrap_attack_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_L
 tests_bootstrap_boot_check_LDADD = runtime/libcohort/libcohort.la
 # no libtool wrapper script: 1024 of them would cost a minute of shell
 tests_bootstrap_boot_check_LDFLAGS = -no-install
+# The work queue's messages and the coordinator's start record.
+check_PROGRAMS += tests/unit/test_work_msg
+TESTS += tests/unit/test_work_msg
+tests_unit_test_work_msg_LDADD = runtime/work/libcohort_work_msg.la \
+	runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
+# The work queue: workers, the coordinator, its journal, across many
+# processes on this machine.
+check_PROGRAMS += tests/work/work_check
+TESTS += tests/work.sh
+EXTRA_DIST += tests/work.sh
+tests_work_work_check_LDADD = runtime/libcohort/libcohort.la
+tests_work_work_check_LDFLAGS = -no-install
+check_PROGRAMS += examples/work_queue
+examples_work_queue_LDADD = runtime/libcohort/libcohort.la
+examples_work_queue_LDFLAGS = -no-install
 # libcohort's API for bindings: version, options by size, error codes.
 check_PROGRAMS += tests/bootstrap/errc_check tests/unit/test_api
 TESTS += tests/unit/test_api
@@ -114,3 +128,10 @@ clean-local:
 # exported, all of cohort.h exported), read from the built ELF files.
 TESTS += tests/hardening.sh
 EXTRA_DIST += tests/hardening.sh
+
+# The work queue's journal: replay, torn tails at every cut, damage, other
+# queues, the lock, and cohort-work over journals written independently.
+check_PROGRAMS += tests/unit/test_journal
+TESTS += tests/unit/test_journal tests/cohort-work.sh
+EXTRA_DIST += tests/cohort-work.sh
+tests_unit_test_journal_LDADD = runtime/work/libcohort_work_journal.la $(UNIT_LDADD)

@@ -170,7 +170,7 @@ fi
 # --- an admin's topology cache of a multi-GPU server ---------------------
 plugstack default=env topology="$fx/dgx-a100.xml"
 run "$tmp/a100" srun -N1 -n8 --gres=gpu:8 --cohort=train --cohort-verbose sh -c \
-    'test "$SLURM_PROCID" = 0 && env | grep ^SLURM_ >slurm.env; exec "$0" "$@"' "$probe" $vars COHORT_GPUS
+    'test "$SLURM_PROCID" = 0 && env | grep ^SLURM_ >slurm.env; exec "$0" "$@"' "$probe" $vars COHORT_GPUS COHORT_VERBOSE
 "$info" --env "$work/slurm.env" --topology "$fx/dgx-a100.xml" --all --format env >"$tmp/a100.plan" 2>&1
 same=1
 for r in 0 1 2 3 4 5 6 7; do
@@ -183,6 +183,8 @@ test $same = 1
 ok $? "topology=dgx-a100.xml: every task's GPU, CPUs and CUDA_VISIBLE_DEVICES equal cohort-info's plan (rank 0: $(get "$tmp/a100" 0 COHORT_GPUS) $(get "$tmp/a100" 0 COHORT_CPUS))"
 test "$(get "$tmp/a100" 0 affinity)" = "$all" && grep -q '^cohort: rank 0/8 .*; topology file .* has 256 CPUs, this machine [0-9]*; no binding' "$tmp/a100.err"
 ok $? "a foreign topology: binding skipped with a note ($(grep -m1 '^cohort: rank 0/8' "$tmp/a100.err" | sed 's/.*; //'))"
+test "$(get "$tmp/a100" 0 COHORT_VERBOSE)" = 1 && test "$(get "$tmp/a100" 7 COHORT_VERBOSE)" = 1
+ok $? "--cohort-verbose sets COHORT_VERBOSE=1 in the tasks, for the work coordinator (rank 0: '$(get "$tmp/a100" 0 COHORT_VERBOSE)')"
 plugstack default=env membind=bind
 
 # --- allocations: salloc, sbatch, concurrent steps, PMIx -------------------

@@ -24,7 +24,8 @@ enum wire_type {
     WIRE_UP,            /* child -> parent: a block of contributions */
     WIRE_DOWN,          /* parent -> child: the assembled result */
     WIRE_ABORT,         /* either way: why the step fails (wire_abort_encode) */
-    WIRE_TYPE_MAX = WIRE_ABORT,
+    WIRE_WORK,          /* worker <-> work coordinator: flags is the operation (work_msg.h) */
+    WIRE_TYPE_MAX = WIRE_WORK,
 };
 
 struct wire_frame {

@@ -9,8 +9,7 @@
 #include "auth.h"
 #include "tree.h"
 
-/* The key every connection proves: COHORT_SECRET, else munge's word. */
-static int step_key(const struct envlist *env, struct auth_key *key, struct cohort_err *err)
+int boot_step_key(const struct envlist *env, struct auth_key *key, struct cohort_err *err)
 {
     const char *secret = envlist_get(env, "COHORT_SECRET");
     if (secret)
@@ -34,7 +33,7 @@ static int tcp_open(const struct boot_args *a, void **b, struct cohort_err *err)
 {
     struct auth_key key;
     struct tree *t = NULL;
-    int rc = step_key(a->env, &key, err);
+    int rc = boot_step_key(a->env, &key, err);
     if (rc == 0) {
         char socket_dir[96];
         const char *dir = envlist_get(a->env, "COHORT_SOCKET_DIR");

@@ -14,6 +14,7 @@
 
 #include "boot_ops.h"
 #include "cohort_internal.h"
+#include "cohort_self.h"
 #include "envlist.h"
 #include "layout.h"
 #include "plan.h"
@@ -305,6 +306,17 @@ static int exchange(struct cohort *c, const void *mine, size_t len, uint32_t wan
         c->transport_failed = true;
         return fail_with(c, &err);
     }
+    return 0;
+}
+
+int cohort_self(struct cohort *c, const char *func, struct cohort_self *s)
+{
+    if (!c->boot)
+        return cohort_internal_fail(c, COHORT_ERR_USAGE, "cohort: %s: cohort_init did not succeed",
+                                    func);
+    s->step = &c->step;
+    s->rank_node = c->rank_node;
+    s->master = c->master;
     return 0;
 }
 

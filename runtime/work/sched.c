@@ -1,7 +1,7 @@
 /* sched.c - the scheduler's queue of ranges, its small containers (growth,
  * the ring of segments, sorted range sets), creation, resume from a
  * journal's committed ids, and the status and report counters (see
- * sched.h). */
+ * work_sched.h). */
 #include "sched_private.h"
 
 #include <inttypes.h>

@@ -1,7 +1,7 @@
 /* sched_lease.c - handing out leases: how many items a worker gets (its
  * rate x the target, shrinking toward the end), taking them from the
  * queue's front, and, once the queue is empty, copying the tail of the
- * lease predicted to finish last (see the decisions in sched.h). */
+ * lease predicted to finish last (see the decisions in work_sched.h). */
 #include "sched_private.h"
 
 #include <math.h>

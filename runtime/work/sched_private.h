@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "sched.h"
+#include "work_sched.h"
 
 /* A run of ids lo..hi-1 with the same attempts. In a lease, twin is the
  * worker holding the other copy of exactly this run (its segment has the

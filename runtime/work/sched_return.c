@@ -1,7 +1,7 @@
 /* sched_return.c - items coming back from workers: commits (with the rate
  * they measure), items given back, leases taken back at their deadline or
  * from a lost worker, deadlines extended, and what happens to an item's
- * other copy in each case (see sched.h). Every step that changes two
+ * other copy in each case (see work_sched.h). Every step that changes two
  * places reserves its memory first, so running out leaves no half-done
  * item. */
 #include "sched_private.h"

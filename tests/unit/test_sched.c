@@ -1,5 +1,5 @@
 /* test_sched.c - the work coordinator's scheduling and lease logic
- * (runtime/work/sched.h) under a simulated clock: exactly-once commits
+ * (runtime/work/work_sched.h) under a simulated clock: exactly-once commits
  * through random deaths, hangs, failures and speculation; lease sizes that
  * follow each worker's speed and shrink at the end, with the makespan
  * against the ideal and a static split; deadlines and extend; attempts and
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "work_sched.h"
 #include "tap.h"
 
 #define CAP 4096

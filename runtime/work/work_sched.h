@@ -1,4 +1,4 @@
-/* sched.h - the work coordinator's scheduling and lease logic, pure: which
+/* work_sched.h - the work coordinator's scheduling and lease logic, pure: which
  * item ids a worker gets, how many, until when, and what happens to them
  * when the worker commits, gives them back, hangs or dies.
  *

@@ -1,0 +1,110 @@
+/* cohort_work.h - a work queue over every task of a step: items 0..n-1
+ * handed to each worker at its own speed, committed exactly once, never
+ * lost when a worker dies.
+ *
+ *   struct cohort_work *w;
+ *   struct cohort_work_opts o = {.size = sizeof o, .journal = "/shared/q.journal"};
+ *   if (cohort_work_open(c, "frames", n, &o, &w) != 0) ... cohort_error(c)
+ *   uint64_t ids[256];
+ *   long k;
+ *   while ((k = cohort_work_lease(w, ids, 256)) > 0) {
+ *       ... process ids[0..k-1], keep the results aside ...
+ *       int r = cohort_work_commit(w, ids, k);
+ *       if (r == 0) ... publish the results ...
+ *       else if (r == COHORT_WORK_STALE) ... publish all but those of
+ *           cohort_work_stale_ids(w, &n): another worker owns them ...
+ *   }
+ *   cohort_work_close(w);
+ *
+ * The queue is served by a coordinator process of its own (started by
+ * rank 0 at cohort_work_open, apart from every worker), reached over
+ * cohort's authenticated connections (the step's secret, or munge). A
+ * worker pulls: each lease holds about half a second of work at that
+ * worker's measured speed, and leases shrink toward the end so nobody
+ * holds a large one at the tail; near the end an idle worker may get a
+ * copy of a slow worker's last items, and the first commit wins.
+ *
+ * Guarantees: an item is committed exactly once, ever (with a journal,
+ * across steps too); it is processed at least once. A worker whose
+ * connection closes (crash, kill -9, node loss) loses its leases at once;
+ * a worker that stops answering loses them at lease_timeout_s, and its
+ * late commit returns COHORT_WORK_STALE. An item given back (or lost with
+ * its worker, or timed out) max_attempts times is set aside: never leased
+ * again, reported at the end. When the coordinator dies, every worker's
+ * next call fails with one line naming it; rerun the step with the same
+ * journal to resume.
+ *
+ * Every call but cohort_work_status may wait; none waits without a
+ * deadline. Calls on one queue from one thread at a time. */
+#ifndef COHORT_WORK_H
+#define COHORT_WORK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cohort.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cohort_work;
+
+struct cohort_work_opts {
+    size_t size;         /* sizeof(struct cohort_work_opts), so the struct can grow */
+    const char *journal; /* NULL: none; else a file (shared filesystem) to resume from */
+    int lease_timeout_s; /* 0: default (60); a lease not committed by then is taken back */
+    int max_attempts;    /* 0: default 3; an item that failed this often is set aside */
+};
+
+/* cohort_work_commit: this worker's lease on some ids was taken back (by
+ * timeout, or another worker committed them first): drop their results. */
+#define COHORT_WORK_STALE 1
+
+/* Collective over the step: every rank opens the same queue (name, 1..128
+ * characters) with the same n_items (ids 0..n_items-1) and options. 0, or
+ * -1 with the reason in cohort_error(c) (the same on every rank). */
+int cohort_work_open(struct cohort *c, const char *name, uint64_t n_items,
+                     const struct cohort_work_opts *opts, struct cohort_work **w);
+
+/* Leases up to cap item ids into ids (cohort picks how many, at most cap)
+ * and returns that count; waits while items may still come back; returns
+ * 0 when every item is committed or set aside, -1 on error (cohort_error). */
+long cohort_work_lease(struct cohort_work *w, uint64_t *ids, size_t cap);
+
+/* These items are done. 0; COHORT_WORK_STALE when this worker's lease on
+ * some of them was taken back (those are not committed by it: drop their
+ * results; the others are committed); -1 on error, e.g. ids this worker
+ * does not hold (named in cohort_error). */
+int cohort_work_commit(struct cohort_work *w, const uint64_t *ids, size_t n);
+
+/* Gives items back unprocessed (counts an attempt). 0, COHORT_WORK_STALE
+ * or -1 as cohort_work_commit. */
+int cohort_work_fail(struct cohort_work *w, const uint64_t *ids, size_t n);
+
+/* After cohort_work_commit or cohort_work_fail returned COHORT_WORK_STALE:
+ * the ids of that call this worker no longer held (*n of them; drop their
+ * results), every other id of the call having been committed (or given
+ * back) by it. Valid until the next call on w; NULL with *n 0 when none. */
+const uint64_t *cohort_work_stale_ids(const struct cohort_work *w, size_t *n);
+
+/* Keeps this worker's leases alive for another lease_timeout_s (long items). */
+int cohort_work_extend(struct cohort_work *w);
+
+/* Totals as the coordinator sees them. */
+struct cohort_work_status {
+    uint64_t total, committed, leased, queued, set_aside;
+};
+int cohort_work_status(struct cohort_work *w, struct cohort_work_status *st);
+
+/* Collective: returns when every item is committed or set aside; frees w.
+ * 0, or -1 with the reason in cohort_error (w is freed in both cases);
+ * after a call on w failed for the coordinator (gone, silent), -1 at once,
+ * cohort_error still naming that failure. */
+int cohort_work_close(struct cohort_work *w);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

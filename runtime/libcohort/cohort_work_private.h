@@ -1,0 +1,47 @@
+/* cohort_work_private.h - what the two halves of the work queue's client
+ * share: the handle, and the request/answer exchange with the coordinator
+ * (cohort_work_call.c) that opening and closing (cohort_work.c) use too. */
+#ifndef COHORT_WORK_PRIVATE_H
+#define COHORT_WORK_PRIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "auth.h"
+#include "cohort_work.h"
+#include "net.h"
+#include "wire.h"
+#include "work_msg.h"
+
+#define WORK_NAME_MAX 128
+
+struct cohort_work {
+    struct cohort *c;
+    struct auth_key key;      /* net's hs_self points at it */
+    struct net *net;
+    struct net_conn *conn;    /* to the coordinator */
+    struct addrinfo *addrs;   /* the coordinator's host */
+    uint8_t *spans;           /* one request's ids, as spans */
+    uint64_t *stale;          /* the last commit's or failure's stale ids */
+    size_t n_stale, stale_cap;
+    uint64_t n_items;
+    int timeout_s;            /* a silent coordinator is given up after this */
+    bool journal;             /* for messages: whether a rerun resumes */
+    bool gone;                /* the coordinator is gone: every call fails at once */
+    pid_t coord_pid;          /* rank 0: the coordinator it started, to reap */
+    char name[WORK_NAME_MAX + 1];
+    char where[96];           /* "HOST:PORT" */
+};
+
+/* Sends one request (op, payload) and waits for its answer, whatever
+ * WAIT keepalives come first when keep_waiting (a close, a lease); *f
+ * holds the answer, to be consumed with conn_consume. func names the
+ * caller in messages. 0, or -1 with w->c's error set. */
+int work_call(struct cohort_work *w, const char *func, enum work_op op, const void *p,
+              uint32_t len, struct wire_frame *f);
+
+/* Sets w->c's error for an ERROR answer (its sentence) and returns -1. */
+int work_refused(struct cohort_work *w, const char *func, const struct wire_frame *f);
+
+#endif

@@ -1,0 +1,124 @@
+/* cohort-work.c - tells what a work queue's journal holds: the items done,
+ * set aside (with their attempts) and remaining, as text or JSON. It only
+ * reads the journal, without its lock, so it may run while the queue's
+ * coordinator writes it. Exit status: 0, 1 a journal that cannot be read
+ * or is damaged, 2 bad usage. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "journal.h"
+
+#define TEXT_ASIDE_MAX 20 /* set-aside ids the text names */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cohort-work status JOURNAL [--format text|json]\n"
+            "\n"
+            "Prints what a work queue's journal holds: items done, set aside and remaining.\n"
+            "  --format FMT   text (default) or json\n"
+            "  --version, --help\n");
+}
+
+static int bad_usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "cohort-work: %s%s%s (see cohort-work --help)\n", what, arg ? " " : "",
+            arg ? arg : "");
+    return 2;
+}
+
+static void print_text(const char *path, const struct journal_summary *s)
+{
+    printf("journal:   %s (%" PRIu64 " bytes)\n", path, s->size);
+    printf("queue:     '%s', %" PRIu64 " items\n", s->name, s->n_items);
+    printf("done:      %" PRIu64 "\n", s->committed);
+    printf("set aside: %zu", s->n_aside);
+    for (size_t i = 0; i < s->n_aside && i < TEXT_ASIDE_MAX; i++)
+        printf("%s%" PRIu64 " (%" PRIu32 " attempts)", i ? ", " : ": ", s->aside[i].id,
+               s->aside[i].attempts);
+    if (s->n_aside > TEXT_ASIDE_MAX)
+        printf(", and %zu more", s->n_aside - TEXT_ASIDE_MAX);
+    printf("\nremaining: %" PRIu64 "\n", s->remaining);
+    if (s->torn_bytes)
+        printf("torn tail: %" PRIu64 " bytes ignored (a write that did not finish)\n",
+               s->torn_bytes);
+    else
+        printf("torn tail: none\n");
+}
+
+static int print_json(const struct journal_summary *s)
+{
+    json_t *ids = json_array();
+    for (size_t i = 0; i < s->n_aside; i++)
+        json_array_append_new(ids, json_pack("{s:I, s:I}", "id", (json_int_t)s->aside[i].id,
+                                             "attempts", (json_int_t)s->aside[i].attempts));
+    json_t *root = json_pack("{s:s, s:I, s:I, s:I, s:o, s:I, s:I}", "queue", s->name,
+                             "n_items", (json_int_t)s->n_items, "committed",
+                             (json_int_t)s->committed, "set_aside", (json_int_t)s->n_aside,
+                             "set_aside_ids", ids, "remaining", (json_int_t)s->remaining,
+                             "torn_tail_bytes", (json_int_t)s->torn_bytes);
+    int rc = root && json_array_size(ids) == s->n_aside
+                 ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                 : -1;
+    json_decref(root);
+    if (rc == 0)
+        putchar('\n');
+    return rc;
+}
+
+static int status(const char *path, int json)
+{
+    struct journal_summary s;
+    struct cohort_err err;
+    if (journal_summary(path, &s, &err) < 0) {
+        fprintf(stderr, "cohort-work: %s\n", err.msg);
+        return 1;
+    }
+    int rc = 0;
+    if (json)
+        rc = print_json(&s);
+    else
+        print_text(path, &s);
+    journal_summary_free(&s);
+    if (rc < 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "cohort-work: cannot print the summary\n");
+        return 1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_VERSION = 256 };
+    static const struct option opts[] = {
+        {"format", required_argument, NULL, 'f'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int json = 0, c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
+                return bad_usage("format is not one of text, json:", optarg);
+            json = strcmp(optarg, "json") == 0;
+            break;
+        case OPT_VERSION: puts("cohort-work " PACKAGE_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: return bad_usage("unknown option or missing value:", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return bad_usage("a command is needed: status JOURNAL", NULL);
+    if (strcmp(argv[optind], "status") != 0)
+        return bad_usage("unknown command", argv[optind]);
+    if (argc - optind != 2)
+        return bad_usage("status takes one JOURNAL", NULL);
+    return status(argv[optind + 1], json);
+}

@@ -1,0 +1,313 @@
+/* coord.c - the work coordinator's service (coord.h): workers' requests
+ * in, the scheduler's answers out, held leases, group commit, and when to
+ * stop. The report lines are in coord_report.c. */
+#include "coord.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_private.h"
+#include "work_sched.h"
+#include "wire.h"
+#include "work_msg.h"
+
+int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_err *err)
+{
+    struct coord *co = calloc(1, sizeof *co);
+    *out = co;
+    if (!co || !(co->w = calloc(cfg->size, sizeof *co->w)) ||
+        !(co->ids = malloc(sizeof *co->ids * COORD_LEASE_MAX)) ||
+        !(co->spans = malloc((size_t)WORK_SPAN_LEN * COORD_LEASE_MAX)) ||
+        !(co->verdicts = malloc(COORD_LEASE_MAX)) ||
+        !(co->stale = malloc(sizeof *co->stale * COORD_LEASE_MAX)))
+        return cohort_fail(err, "out of memory");
+    co->cfg = cfg;
+    struct sched_opts so = {.lease_timeout_ms = (int64_t)cfg->lease_timeout_s * 1000,
+                            .max_attempts = cfg->max_attempts};
+    if (sched_create(cfg->n_items, cfg->size, &so, &co->s, err) < 0)
+        return -1;
+    co->start_ms = net_now_ms();
+    co->join_by = co->start_ms + (int64_t)cfg->join_timeout_s * 1000;
+    return coord_journal_open(co, err);
+}
+
+void coord_free(struct coord *co)
+{
+    if (!co)
+        return;
+    coord_journal_close(co);
+    sched_destroy(co->s);
+    free(co->ids);
+    free(co->spans);
+    free(co->verdicts);
+    free(co->stale);
+    for (uint32_t r = 0; co->w && r < co->cfg->size; r++)
+        free(co->w[r].due);
+    free(co->w);
+    free(co);
+}
+
+enum net_admit coord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+{
+    struct coord *co = ctx;
+    const struct coord_config *c = co->cfg;
+    if (memcmp(h->view, c->view, HS_VIEW_LEN) != 0 || h->rank >= c->size ||
+        c->rank_node[h->rank] != h->node)
+        return NET_DROP;
+    if (co->w[h->rank].conn) {
+        cohort_fail_code(why, COHORT_E_CONFIG,
+                         "rank %u is connected to the work coordinator already (two tasks "
+                         "with one SLURM_PROCID?)", h->rank);
+        return NET_REFUSE;
+    }
+    return NET_ADMIT;
+}
+
+void coord_attach(struct coord *co, struct net *net)
+{
+    co->net = net;
+}
+
+void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len)
+{
+    struct worker *w = &co->w[rank];
+    if (w->conn && net_send(w->conn, WIRE_WORK, (uint16_t)op, UINT32_MAX, p, len) < 0)
+        co->oom = true;
+}
+
+/* Answers a lease now, or holds it. */
+static void lease(struct coord *co, uint32_t rank, int64_t now)
+{
+    struct worker *w = &co->w[rank];
+    struct sched_grant g;
+    struct cohort_err e;
+    size_t cap = w->cap < COORD_LEASE_MAX ? (size_t)w->cap : COORD_LEASE_MAX;
+    int rc = sched_lease(co->s, rank, now, co->ids, cap, &g, &e);
+    w->held = rc == SCHED_WAIT;
+    if (rc == SCHED_OK) {
+        size_t n = work_span_count(co->ids, g.n);
+        work_spans_put(co->ids, g.n, co->spans);
+        coord_send(co, rank, WORK_GRANT, co->spans, (uint32_t)(n * WORK_SPAN_LEN));
+        co->granted += g.n;
+    } else if (rc == SCHED_FINISHED) {
+        coord_send(co, rank, WORK_FINISHED, NULL, 0);
+    } else if (rc == SCHED_WAIT) {
+        w->held_since = w->held_since ? w->held_since : now;
+        if (g.wait_until < co->next_wake)
+            co->next_wake = g.wait_until;
+    } else {
+        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+    }
+    if (!w->held)
+        w->held_since = 0;
+}
+
+/* A commit or failure's answer (work_msg.h): the verdict, the sentence
+ * for ids this worker does not hold (bad, or NULL), and the ids of the
+ * call it no longer held, as spans. malloc'd into *out; -1 when out of
+ * memory. */
+static int verdict(struct coord *co, const struct work_verdict *v, const char *bad,
+                   const uint64_t *ids, const uint8_t *codes, size_t n, uint8_t **out,
+                   uint32_t *len)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && v->stale; i++)
+        if (codes[i] == SCHED_V_STALE)
+            co->stale[k++] = ids[i];
+    size_t m = bad ? strlen(bad) : 0, spans = work_span_count(co->stale, k);
+    uint8_t *b = malloc(WORK_VERDICT_LEN + 4 + m + spans * WORK_SPAN_LEN);
+    if (!b)
+        return -1;
+    work_verdict_put(v, b);
+    wire_put32(b + WORK_VERDICT_LEN, (uint32_t)m);
+    memcpy(b + WORK_VERDICT_LEN + 4, bad ? bad : "", m);
+    work_spans_put(co->stale, k, b + WORK_VERDICT_LEN + 4 + m);
+    *out = b;
+    *len = (uint32_t)(WORK_VERDICT_LEN + 4 + m + spans * WORK_SPAN_LEN);
+    return 0;
+}
+
+/* COMMIT and FAIL: the ids are checked here and by the scheduler; a
+ * commit's taken ids go to the journal, and its answer waits for the sync. */
+static void settle(struct coord *co, uint32_t rank, enum work_op op, const struct wire_frame *f,
+                   int64_t now)
+{
+    struct cohort_err e;
+    uint64_t n;
+    if (work_spans_check(f->payload, f->len, co->cfg->n_items, &n, &e) < 0 ||
+        n > COORD_LEASE_MAX) {
+        if (n > COORD_LEASE_MAX)
+            snprintf(e.msg, sizeof e.msg, "%llu ids in one call, above %u",
+                     (unsigned long long)n, COORD_LEASE_MAX);
+        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+        return;
+    }
+    work_spans_ids(f->payload, f->len, co->ids);
+    struct sched_verdict v;
+    int rc = op == WORK_COMMIT
+                 ? sched_commit(co->s, rank, now, co->ids, (size_t)n, &v, co->verdicts, &e)
+                 : sched_fail(co->s, rank, now, co->ids, (size_t)n, &v, co->verdicts, &e);
+    if (rc == SCHED_ENOMEM) {
+        co->oom = true;
+        return;
+    }
+    co->changed = true;
+    struct work_verdict wv = {v.taken, v.stale, v.bad, v.first_stale, v.first_bad};
+    uint8_t *answer;
+    uint32_t len;
+    if (verdict(co, &wv, rc == SCHED_EINVAL ? e.msg : NULL, co->ids, co->verdicts, (size_t)n,
+                &answer, &len) < 0) {
+        co->oom = true;
+        return;
+    }
+    struct worker *w = &co->w[rank];
+    if (op == WORK_COMMIT && co->journal && v.taken) {
+        if (coord_journal_add(co, (size_t)n) < 0) {
+            free(answer);
+            return;
+        }
+        free(w->due); /* one request at a time: none is held */
+        w->due = answer; /* answered after the sync */
+        w->due_len = len;
+        return;
+    }
+    coord_send(co, rank, WORK_VERDICT, answer, len);
+    free(answer);
+}
+
+static void totals(struct coord *co, uint32_t rank, enum work_op op)
+{
+    struct sched_status st;
+    sched_status(co->s, &st);
+    struct work_totals t = {st.total, st.committed, st.leased, st.queued, st.set_aside};
+    uint8_t b[WORK_TOTALS_LEN];
+    work_totals_put(&t, b);
+    coord_send(co, rank, op, b, sizeof b);
+}
+
+bool coord_finished(const struct coord *co)
+{
+    struct sched_status st;
+    sched_status(co->s, &st);
+    return st.committed + st.set_aside == st.total;
+}
+
+/* One request of a worker. */
+static void request(struct coord *co, uint32_t rank, const struct wire_frame *f, int64_t now)
+{
+    struct worker *w = &co->w[rank];
+    struct cohort_err e;
+    switch (f->flags) {
+    case WORK_LEASE:
+        w->cap = f->len == 8 ? work_get64(f->payload) : 0;
+        lease(co, rank, now);
+        break;
+    case WORK_COMMIT:
+    case WORK_FAIL:
+        settle(co, rank, (enum work_op)f->flags, f, now);
+        break;
+    case WORK_EXTEND:
+        if (sched_extend(co->s, rank, now, &e) < 0)
+            coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+        else
+            coord_send(co, rank, WORK_OK, NULL, 0);
+        break;
+    case WORK_STATUS:
+        totals(co, rank, WORK_TOTALS);
+        break;
+    case WORK_CLOSE:
+        w->closing = true;
+        w->held_since = now;
+        break;
+    default:
+        coord_send(co, rank, WORK_ERROR, "an unknown request", 18);
+    }
+}
+
+/* Takes every whole frame a worker sent. A stream that is not frames, or
+ * a frame that fails its MAC, drops the worker (its leases go back). */
+void coord_serve(struct coord *co, struct net_conn *c, int64_t now)
+{
+    struct wire_frame f;
+    struct cohort_err e;
+    int got;
+    while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
+        if (f.type == WIRE_WORK)
+            request(co, c->c.rank, &f, now);
+        else
+            got = -1;
+        if (got < 0)
+            break;
+        conn_consume(&c->c, &f);
+    }
+    if (got < 0) {
+        fprintf(stderr, "cohort: work coordinator: rank %u sent what is not a request (%s): "
+                        "its connection is closed and its leases go back\n",
+                c->c.rank, got == -2 ? e.msg : "a frame of another kind");
+        coord_lost(co, c->c.rank, now);
+    }
+}
+
+void coord_lost(struct coord *co, uint32_t rank, int64_t now)
+{
+    struct worker *w = &co->w[rank];
+    if (!w->conn)
+        return;
+    net_close(co->net, w->conn);
+    w->conn = NULL;
+    w->held = false;
+    co->connected--;
+    if (!w->closed_ok) {
+        struct cohort_err e;
+        if (sched_worker_lost(co->s, rank, now, &e) == SCHED_ENOMEM)
+            co->oom = true;
+        co->changed = true;
+        co->lost_workers++;
+    }
+}
+
+void coord_joined(struct coord *co, struct net_conn *c)
+{
+    struct worker *w = &co->w[c->c.rank];
+    struct cohort_err e;
+    if (w->ever && !w->conn)
+        sched_worker_join(co->s, c->c.rank, &e);
+    co->came += !w->ever;
+    w->conn = c;
+    w->ever = true;
+    w->closed_ok = false;
+    co->connected++;
+}
+
+/* Held leases and closes: answered once something changed, or at the
+ * keepalive. */
+void coord_wake(struct coord *co, int64_t now)
+{
+    bool done = coord_finished(co);
+    co->next_wake = now + COORD_KEEPALIVE_MS;
+    for (uint32_t r = 0; r < co->cfg->size; r++) {
+        struct worker *w = &co->w[r];
+        if (!w->conn)
+            continue;
+        if (w->closing && !w->closed_ok && done) {
+            totals(co, r, WORK_CLOSED);
+            w->closed_ok = true;
+        } else if (w->held && (co->changed || now >= w->held_since + COORD_KEEPALIVE_MS)) {
+            lease(co, r, now);
+            if (w->held && now >= w->held_since + COORD_KEEPALIVE_MS) {
+                coord_send(co, r, WORK_WAIT, NULL, 0);
+                w->held = false;
+                w->held_since = 0;
+            }
+        } else if (w->closing && !w->closed_ok && now >= w->held_since + COORD_KEEPALIVE_MS) {
+            coord_send(co, r, WORK_WAIT, NULL, 0);
+            w->held_since = now;
+        }
+        int64_t due = (w->held || (w->closing && !w->closed_ok)) && w->held_since
+                          ? w->held_since + COORD_KEEPALIVE_MS : INT64_MAX;
+        if (due < co->next_wake)
+            co->next_wake = due;
+    }
+    co->changed = false;
+}

@@ -1,0 +1,47 @@
+/* coord.h - the work coordinator's service: one process per queue, apart
+ * from every worker, that serves the step's workers over the connection
+ * layer (net.h: the step's proofs, MAC'd frames) with the scheduling
+ * module (work_sched.h) and, when asked, a journal (journal.h).
+ *
+ * It answers each worker's requests (work_msg.h); a lease that finds
+ * nothing to hand out yet is held until items come back (a commit, a
+ * failure, a lost worker, an expired lease) or at most COORD_KEEPALIVE_MS,
+ * then answered WAIT so the worker knows the coordinator lives. A worker
+ * whose connection closes loses its leases at once. Commits are written
+ * to the journal and synced once per round of events before any of them
+ * is answered (group commit): a commit a worker was told of is durable. */
+#ifndef COHORT_COORD_H
+#define COHORT_COORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coord_config.h"
+#include "error.h"
+#include "net.h"
+#include "work_msg.h"
+
+#define COORD_KEEPALIVE_MS 5000 /* a held request is answered within this */
+#define COORD_LEASE_MAX WORK_LEASE_MAX
+#define COORD_PROGRESS_MS 5000  /* verbose: a progress line this often */
+
+struct coord;
+
+/* A coordinator for cfg (kept by reference: it must outlive it), serving
+ * on net (whose admit callback coord_admit must be). */
+int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_err *err);
+void coord_free(struct coord *co);
+
+/* net's admit callback for the coordinator's listener (ctx: the coord). */
+enum net_admit coord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+/* Serves on net from now on. */
+void coord_attach(struct coord *co, struct net *net);
+
+/* Serves until every rank has come and gone (closed the queue, or lost
+ * its connection), ranks that never came being waited for until the
+ * join deadline. Returns 0 when every item is committed or set aside, 1
+ * when workers left before, -1 with err on a failure of the coordinator
+ * itself (the journal cannot be written, out of memory). */
+int coord_run(struct coord *co, struct cohort_err *err);
+
+#endif

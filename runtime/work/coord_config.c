@@ -1,0 +1,157 @@
+/* coord_config.c - the coordinator's start record (coord_config.h):
+ * "CWC1", then big-endian fields and length-prefixed strings. */
+#include "coord_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire.h"
+#include "work_msg.h"
+
+#define MAGIC "CWC1"
+
+struct writer {
+    uint8_t *p;
+    size_t len;
+};
+
+static void put(struct writer *w, const void *src, size_t n)
+{
+    if (w->p)
+        memcpy(w->p + w->len, src, n);
+    w->len += n;
+}
+
+static void put32(struct writer *w, uint32_t v)
+{
+    uint8_t b[4];
+    wire_put32(b, v);
+    put(w, b, 4);
+}
+
+static void put_str(struct writer *w, const char *s)
+{
+    put32(w, (uint32_t)strlen(s));
+    put(w, s, strlen(s));
+}
+
+/* Writes the record, or with w->p NULL only counts its bytes. */
+static void write_all(struct writer *w, const struct coord_config *c)
+{
+    uint8_t b8[8];
+    put(w, MAGIC, 4);
+    put32(w, c->key.kind);
+    put(w, c->key.bytes, sizeof c->key.bytes);
+    put_str(w, c->key.munge_socket);
+    put32(w, c->job);
+    put32(w, c->step);
+    put32(w, c->size);
+    put32(w, c->num_nodes);
+    for (uint32_t r = 0; r < c->size; r++)
+        put32(w, c->rank_node[r]);
+    put(w, c->view, sizeof c->view);
+    work_put64(b8, c->n_items);
+    put(w, b8, 8);
+    put32(w, c->lease_timeout_s);
+    put32(w, c->max_attempts);
+    put32(w, c->join_timeout_s);
+    put32(w, c->verbose);
+    put_str(w, c->name);
+    put_str(w, c->journal);
+}
+
+int coord_config_encode(const struct coord_config *cfg, uint8_t **out, size_t *len)
+{
+    struct writer w = {0};
+    write_all(&w, cfg);
+    *len = w.len;
+    if (!(w.p = malloc(w.len)))
+        return -1;
+    w.len = 0;
+    write_all(&w, cfg);
+    *out = w.p;
+    return 0;
+}
+
+struct reader {
+    const uint8_t *p;
+    size_t len, off;
+    bool bad;
+};
+
+static const uint8_t *take(struct reader *r, size_t n)
+{
+    if (r->bad || r->len - r->off < n) {
+        r->bad = true;
+        return NULL;
+    }
+    r->off += n;
+    return r->p + r->off - n;
+}
+
+static uint32_t take32(struct reader *r)
+{
+    const uint8_t *b = take(r, 4);
+    return b ? wire_get32(b) : 0;
+}
+
+static void take_str(struct reader *r, char *out, size_t max)
+{
+    uint32_t n = take32(r);
+    const uint8_t *b = n <= max ? take(r, n) : NULL;
+    if (!b) {
+        r->bad = true;
+        return;
+    }
+    memcpy(out, b, n);
+    out[n] = '\0';
+}
+
+int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
+                        struct cohort_err *err)
+{
+    struct reader r = {.p = p, .len = len};
+    memset(c, 0, sizeof *c);
+    const uint8_t *m = take(&r, 4);
+    if (!m || memcmp(m, MAGIC, 4) != 0)
+        return cohort_fail(err, "its start record is not one of this version of cohort");
+    c->key.kind = take32(&r) == AUTH_MUNGE ? AUTH_MUNGE : AUTH_SECRET;
+    const uint8_t *k = take(&r, sizeof c->key.bytes);
+    if (k)
+        memcpy(c->key.bytes, k, sizeof c->key.bytes);
+    take_str(&r, c->key.munge_socket, sizeof c->key.munge_socket - 1);
+    c->job = take32(&r);
+    c->step = take32(&r);
+    c->size = take32(&r);
+    c->num_nodes = take32(&r);
+    if (!r.bad && (c->size == 0 || c->num_nodes == 0 || (len - r.off) / 4 < c->size))
+        r.bad = true;
+    if (!r.bad && !(c->rank_node = malloc(sizeof *c->rank_node * c->size)))
+        return cohort_fail(err, "out of memory");
+    for (uint32_t i = 0; !r.bad && i < c->size; i++)
+        if ((c->rank_node[i] = take32(&r)) >= c->num_nodes)
+            r.bad = true;
+    const uint8_t *v = take(&r, sizeof c->view);
+    if (v)
+        memcpy(c->view, v, sizeof c->view);
+    const uint8_t *n = take(&r, 8);
+    c->n_items = n ? work_get64(n) : 0;
+    c->lease_timeout_s = take32(&r);
+    c->max_attempts = take32(&r);
+    c->join_timeout_s = take32(&r);
+    c->verbose = take32(&r) != 0;
+    take_str(&r, c->name, COORD_NAME_MAX);
+    take_str(&r, c->journal, COORD_PATH_MAX);
+    if (r.bad || r.off != len) {
+        coord_config_free(c);
+        return cohort_fail(err, "its start record is cut short or malformed");
+    }
+    return 0;
+}
+
+void coord_config_free(struct coord_config *c)
+{
+    free(c->rank_node);
+    c->rank_node = NULL;
+    auth_key_clear(&c->key);
+}

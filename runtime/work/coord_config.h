@@ -1,0 +1,43 @@
+/* coord_config.h - what the rank that starts a work coordinator tells it
+ * through its standard input: the step (job, step, every rank's node, the
+ * view every worker's hello must carry), how to prove itself (the step's
+ * secret, or munge), and the queue (name, items, journal, lease timeout,
+ * attempts). One binary record, encoded and checked here, so that the
+ * library and the coordinator cannot disagree on it. */
+#ifndef COHORT_COORD_CONFIG_H
+#define COHORT_COORD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth.h"
+#include "error.h"
+#include "handshake.h"
+
+#define COORD_NAME_MAX 128
+#define COORD_PATH_MAX 4096
+
+struct coord_config {
+    struct auth_key key;
+    uint32_t job, step, size, num_nodes;
+    uint32_t *rank_node;          /* size entries (malloc'd by coord_config_decode) */
+    uint8_t view[HS_VIEW_LEN];
+    uint64_t n_items;
+    uint32_t lease_timeout_s, max_attempts;
+    uint32_t join_timeout_s;      /* every worker connects within this, or is given up */
+    bool verbose;
+    char name[COORD_NAME_MAX + 1];
+    char journal[COORD_PATH_MAX + 1]; /* "": none */
+};
+
+/* The record of cfg, malloc'd into *out (*len bytes). -1 when out of memory. */
+int coord_config_encode(const struct coord_config *cfg, uint8_t **out, size_t *len);
+
+/* Reads a record back (cfg->rank_node malloc'd; free with
+ * coord_config_free). 0, or -1 with err when it is not a whole record. */
+int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *cfg,
+                        struct cohort_err *err);
+void coord_config_free(struct coord_config *cfg);
+
+#endif

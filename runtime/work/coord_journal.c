@@ -1,0 +1,99 @@
+/* coord_journal.c - the work coordinator's journal (journal.h) as it uses
+ * it: replayed into the scheduler at start (committed ids are never
+ * handed out again; items set aside by an earlier step are, with fresh
+ * attempts), the taken ids of each commit added, one sync per round
+ * before the answers go out (group commit), and the items set aside
+ * written at the end. Without a journal, each does nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "coord_private.h"
+#include "journal.h"
+
+/* The committed spans replayed, for the scheduler in one call. */
+struct replayed {
+    struct sched_span *spans;
+    size_t n, cap;
+};
+
+static int replay(void *ctx, const struct journal_event *ev, struct cohort_err *err)
+{
+    struct replayed *r = ctx;
+    if (ev->kind != JOURNAL_COMMITTED)
+        return 0; /* set aside before: tried again in this step */
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 1024;
+        struct sched_span *s = realloc(r->spans, cap * sizeof *s);
+        if (!s)
+            return cohort_fail(err, "out of memory replaying the journal");
+        r->spans = s;
+        r->cap = cap;
+    }
+    r->spans[r->n++] = (struct sched_span){ev->lo, ev->hi};
+    return 0;
+}
+
+int coord_journal_open(struct coord *co, struct cohort_err *err)
+{
+    if (!co->cfg->journal[0])
+        return 0;
+    struct replayed r = {0};
+    int rc = journal_open(co->cfg->journal, co->cfg->name, co->cfg->n_items, replay, &r,
+                          &co->journal, err);
+    if (rc == 0 && r.n && sched_mark_committed(co->s, r.spans, r.n, err) != SCHED_OK)
+        rc = -1;
+    free(r.spans);
+    if (rc < 0)
+        return -1;
+    uint64_t torn = journal_torn_bytes(co->journal);
+    if (torn)
+        fprintf(stderr, "cohort: work '%s': the journal %s ended in an incomplete record "
+                        "(%llu bytes, a write cut short): ignored and cut away\n",
+                co->cfg->name, co->cfg->journal, (unsigned long long)torn);
+    return 0;
+}
+
+int coord_journal_add(struct coord *co, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (co->verdicts[i] == SCHED_V_TAKEN)
+            co->ids[k++] = co->ids[i];
+    struct cohort_err e;
+    if (journal_add_committed(co->journal, co->ids, k, &e) < 0) {
+        co->journal_failed = true;
+        co->journal_error = e;
+        return -1;
+    }
+    return 0;
+}
+
+int coord_journal_sync(struct coord *co, struct cohort_err *err)
+{
+    if (!co->journal)
+        return 0;
+    if (co->journal_failed) {
+        *err = co->journal_error;
+        return -1;
+    }
+    return journal_sync(co->journal, err);
+}
+
+int coord_journal_end(struct coord *co, struct cohort_err *err)
+{
+    if (!co->journal)
+        return 0;
+    size_t n = 0;
+    const struct sched_aside *a = sched_set_aside(co->s, &n);
+    for (size_t i = 0; i < n; i++)
+        for (uint64_t id = a[i].lo; id < a[i].hi; id++)
+            if (journal_add_set_aside(co->journal, id, a[i].attempts, err) < 0)
+                return -1;
+    return journal_sync(co->journal, err);
+}
+
+void coord_journal_close(struct coord *co)
+{
+    journal_close(co->journal);
+    co->journal = NULL;
+}

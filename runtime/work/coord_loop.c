@@ -1,0 +1,104 @@
+/* coord_loop.c - the work coordinator's event loop (coord_run in
+ * coord.h): a round of events, the scheduler's deadlines, group commit,
+ * held answers, and the moment to stop. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_private.h"
+
+/* The journal is synced, then every commit answer it held goes out. */
+static int answer_due(struct coord *co, struct cohort_err *err)
+{
+    if (coord_journal_sync(co, err) < 0)
+        return -1;
+    for (uint32_t r = 0; r < co->cfg->size; r++) {
+        struct worker *w = &co->w[r];
+        if (!w->due)
+            continue;
+        coord_send(co, r, WORK_VERDICT, w->due, w->due_len);
+        free(w->due);
+        w->due = NULL;
+    }
+    return 0;
+}
+
+/* 0: go on; 1: every item is done and every worker has gone; 2: work is
+ * left, but no worker is left to do it. Workers that have not come yet
+ * are waited for until the join deadline, even once every item is done:
+ * a late one is told the queue is finished, not refused. */
+static int should_stop(const struct coord *co, int64_t now)
+{
+    if (co->connected || (co->came < co->cfg->size && now < co->join_by))
+        return 0;
+    return coord_finished(co) ? 1 : 2;
+}
+
+static void on_events(struct coord *co, struct net_event *ev, int n, int64_t now)
+{
+    for (int i = 0; i < n; i++)
+        if (ev[i].what & NET_EV_JOINED)
+            coord_joined(co, ev[i].c);
+    for (int i = 0; i < n; i++) {
+        struct net_conn *c = ev[i].c;
+        if (c->state != NET_READY || co->w[c->c.rank].conn != c)
+            continue;
+        if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
+            coord_serve(co, c, now);
+        if ((ev[i].what & NET_EV_CLOSED) && co->w[c->c.rank].conn == c)
+            coord_lost(co, c->c.rank, now);
+    }
+}
+
+/* How long the next poll may wait. */
+static int wait_ms(struct coord *co, int64_t now)
+{
+    struct cohort_err e;
+    int64_t next = co->next_wake;
+    int64_t sched_next;
+    if (sched_tick(co->s, now, &sched_next, &e) == 0 && sched_next < next)
+        next = sched_next;
+    if (co->cfg->verbose && co->next_progress < next)
+        next = co->next_progress;
+    if (co->came < co->cfg->size && co->join_by < next)
+        next = co->join_by;
+    int64_t ms = next - now;
+    return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
+}
+
+int coord_run(struct coord *co, struct cohort_err *err)
+{
+    int64_t now = net_now_ms();
+    co->next_wake = now + COORD_KEEPALIVE_MS;
+    co->next_progress = now + COORD_PROGRESS_MS;
+    int stop;
+    while (!(stop = should_stop(co, now = net_now_ms()))) {
+        struct net_event *ev;
+        int n = net_poll(co->net, wait_ms(co, now), &ev, err);
+        if (n < 0)
+            return -1;
+        now = net_now_ms();
+        on_events(co, ev, n, now);
+        struct sched_status before, after;
+        sched_status(co->s, &before);
+        int64_t next;
+        if (sched_tick(co->s, now, &next, err) == SCHED_ENOMEM)
+            co->oom = true;
+        sched_status(co->s, &after);
+        co->changed |= after.queued != before.queued;
+        if (answer_due(co, err) < 0)
+            return -1;
+        coord_wake(co, now);
+        if (co->oom)
+            return cohort_fail(err, "out of memory");
+        if (co->cfg->verbose && now >= co->next_progress) {
+            coord_progress(co, now);
+            co->next_progress = now + COORD_PROGRESS_MS;
+        }
+    }
+    net_flush(co->net, net_now_ms() + 1000);
+    if (coord_journal_end(co, err) < 0)
+        return -1;
+    coord_report(co);
+    return stop == 1 ? 0 : 1;
+}

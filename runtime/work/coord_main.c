@@ -1,0 +1,135 @@
+/* coord_main.c - cohort-work-coord, the work coordinator's process.
+ * Started by one rank of the step (cohort_work_open), never a part of a
+ * worker: it reads its start record (coord_config.h) from standard input,
+ * listens on a TCP port of its own (any address, a port the kernel picks),
+ * writes that port as one line on standard output ("error WHY" when it
+ * cannot start), and serves the queue (coord.h) until it is done or no
+ * worker is left. Exit status: 0 every item done, 1 workers left before,
+ * 2 it could not start or failed (one line on standard error). */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "coord.h"
+
+#define RECORD_MAX (64u << 20)
+
+static int read_record(uint8_t **out, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    uint8_t *buf = malloc(cap);
+    ssize_t got;
+    while (buf && (got = read(0, buf + n, cap - n)) != 0) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 || (n += (size_t)got) >= RECORD_MAX)
+            break;
+        if (n == cap) {
+            uint8_t *b = realloc(buf, cap *= 2);
+            if (!b)
+                break;
+            buf = b;
+        }
+    }
+    if (!buf || got != 0) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* A listening TCP socket on every address (IPv6 with IPv4 mapped where
+ * the host has IPv6), on a port the kernel picks. */
+static int listen_any(uint16_t *port, struct cohort_err *err)
+{
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    int off = 0;
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||
+                    bind(fd, (struct sockaddr *)&a6, sizeof a6) < 0)) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && bind(fd, (struct sockaddr *)&a4, sizeof a4) < 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (fd < 0 || listen(fd, 4096) < 0 || getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return cohort_fail(err, "cannot listen on a TCP port: %s", strerror(e));
+    }
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                           : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+static int start(struct coord_config *cfg, struct coord **co, struct net **net,
+                 struct cohort_err *err)
+{
+    uint8_t *rec;
+    size_t len;
+    if (read_record(&rec, &len) < 0)
+        return cohort_fail(err, "cannot read its start record from standard input");
+    int rc = coord_config_decode(rec, len, cfg, err);
+    explicit_bzero(rec, len);
+    free(rec);
+    if (rc < 0 || coord_new(cfg, co, err) < 0)
+        return -1;
+    struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
+                         .rank = UINT32_MAX, .node = UINT32_MAX};
+    memcpy(me.view, cfg->view, sizeof me.view);
+    struct net_ops ops = {.ctx = *co, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
+                          .admit = coord_admit};
+    uint16_t port = 0;
+    int fd;
+    if (net_new(&me, &ops, net, err) < 0 || (fd = listen_any(&port, err)) < 0)
+        return -1;
+    if (net_listen(*net, fd, false, err) < 0)
+        return -1;
+    coord_attach(*co, *net);
+    if (printf("%u\n", port) < 0 || fflush(stdout) != 0)
+        return cohort_fail(err, "cannot tell the starting rank its port");
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) { /* the starting rank may go: nothing more for it to read */
+        dup2(null, 0);
+        dup2(null, 1);
+        close(null);
+    }
+    return 0;
+}
+
+int main(void)
+{
+    struct coord_config cfg = {0};
+    struct coord *co = NULL;
+    struct net *net = NULL;
+    struct cohort_err err;
+    int rc = 2;
+    if (start(&cfg, &co, &net, &err) < 0) {
+        printf("error %s\n", err.msg); /* the starting rank's failure, on every rank */
+        fflush(stdout);
+    } else if ((rc = coord_run(co, &err)) < 0) {
+        rc = 2;
+        fprintf(stderr, "cohort: the work coordinator of queue '%s' failed: %s\n", cfg.name,
+                err.msg);
+    }
+    coord_free(co);
+    net_free(net);
+    coord_config_free(&cfg);
+    return rc;
+}

@@ -1,0 +1,72 @@
+/* coord_private.h - what the parts of the work coordinator share: its
+ * state, and the helpers coord.c (requests), coord_loop.c (the event loop
+ * and when to stop), coord_journal.c (group commit) and coord_report.c
+ * (progress and the final line) offer each other. Not for other modules. */
+#ifndef COHORT_COORD_PRIVATE_H
+#define COHORT_COORD_PRIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coord.h"
+#include "error.h"
+#include "work_sched.h"
+#include "work_msg.h"
+
+struct journal;
+
+struct worker {
+    struct net_conn *conn;  /* NULL: not connected (yet, or any more) */
+    bool ever;              /* it connected once */
+    bool held;              /* a lease waits for items */
+    uint64_t cap;           /* of that lease */
+    int64_t held_since;     /* a held lease or close, since (ms); 0: none */
+    bool closing;           /* it closed the queue: answered once every item is done */
+    bool closed_ok;         /* and was answered */
+    uint8_t *due;           /* a commit's answer waiting for the journal's sync */
+    uint32_t due_len;
+};
+
+struct coord {
+    const struct coord_config *cfg;
+    struct sched *s;
+    struct net *net;
+    struct worker *w;       /* per rank */
+    uint64_t *ids;          /* COORD_LEASE_MAX: one request's ids */
+    uint8_t *spans;         /* and their spans */
+    uint8_t *verdicts;      /* per id of a commit or failure */
+    uint64_t *stale;        /* COORD_LEASE_MAX: the ids of one call found stale */
+    struct journal *journal;
+    bool journal_failed;    /* an add failed: the next sync fails with its line */
+    struct cohort_err journal_error;
+    uint32_t connected, lost_workers;
+    uint32_t came;          /* workers that connected at least once */
+    bool changed;           /* items came back or finished: held leases may go */
+    bool oom;
+    int64_t start_ms, join_by, next_wake, next_progress;
+    uint64_t granted, last_committed;
+};
+
+void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len);
+
+bool coord_finished(const struct coord *co);
+void coord_serve(struct coord *co, struct net_conn *c, int64_t now);
+void coord_joined(struct coord *co, struct net_conn *c);
+void coord_lost(struct coord *co, uint32_t rank, int64_t now);
+void coord_wake(struct coord *co, int64_t now);
+
+/* The journal: opened (and replayed into the scheduler) at start, the
+ * taken ids of a commit added (co->ids with co->verdicts), synced once a
+ * round before the held answers go out. Without a journal they do nothing. */
+int coord_journal_open(struct coord *co, struct cohort_err *err);
+int coord_journal_add(struct coord *co, size_t n);
+int coord_journal_sync(struct coord *co, struct cohort_err *err);
+/* At the end: the items set aside, written and synced. */
+int coord_journal_end(struct coord *co, struct cohort_err *err);
+void coord_journal_close(struct coord *co);
+
+/* Verbose: a progress line now and then, and the final line. */
+void coord_progress(struct coord *co, int64_t now);
+void coord_report(struct coord *co);
+
+#endif

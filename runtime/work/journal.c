@@ -1,0 +1,364 @@
+/* journal.c - the coordinator's side of the journal: creating or checking
+ * and replaying the file under its lock, cutting a torn tail away, and the
+ * group commit (records gathered in memory, one write and one fdatasync a
+ * round). See journal.h; the format and the pass over the records are in
+ * journal_read.c. */
+#include "journal_private.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NO_OPEN SIZE_MAX
+
+struct journal {
+    int fd;
+    char *path;
+    uint64_t n_items;
+    uint64_t end;       /* where the next record goes: the end of the last synced one */
+    uint64_t torn;      /* bytes of the torn tail journal_open cut away */
+    struct jspans done; /* ids committed: replayed, and added since */
+    uint8_t *buf;       /* records the next sync writes */
+    size_t len, cap;
+    size_t open;        /* where in buf the COMMITTED record being filled begins */
+    int failed;
+    struct cohort_err why; /* the failure every later call repeats */
+};
+
+static int again(const struct journal *j, struct cohort_err *err)
+{
+    if (err)
+        *err = j->why;
+    return -1;
+}
+
+/* The journal's final failure: formatted into j->why and err. */
+__attribute__((format(printf, 4, 5))) static int broken(struct journal *j,
+                                                         struct cohort_err *err, int code,
+                                                         const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->why.msg, sizeof j->why.msg, fmt, ap);
+    va_end(ap);
+    j->why.code = code;
+    j->failed = 1;
+    return again(j, err);
+}
+
+/* Writes len bytes at off, through short writes and signals: 0, or -1
+ * with errno. */
+static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off)
+{
+    while (len > 0) {
+        ssize_t n = pwrite(fd, p, len, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n == 0 ? (errno = ENOSPC, -1) : -1;
+        p += n;
+        off += (uint64_t)n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int datasync(int fd)
+{
+    int rc;
+    while ((rc = fdatasync(fd)) < 0 && errno == EINTR)
+        ;
+    return rc;
+}
+
+/* Makes the directory entry of a new file durable. A filesystem that
+ * cannot sync a directory (EINVAL) keeps it as it keeps its files. */
+static int sync_dir(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return -1;
+    char *slash = strrchr(dir, '/');
+    const char *d = !slash ? "." : slash == dir ? "/" : (*slash = 0, dir);
+    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = fd < 0 ? -1 : fsync(fd) < 0 && errno != EINVAL ? -1 : 0;
+    int saved = errno;
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    errno = saved;
+    return rc;
+}
+
+/* Opens (creating when missing) a regular file: *size its bytes. */
+static int file_open(struct journal *j, int *created, uint64_t *size, struct cohort_err *err)
+{
+    struct stat st;
+    j->fd = open(j->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
+    *created = j->fd >= 0;
+    if (j->fd < 0 && errno == EEXIST)
+        j->fd = open(j->path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
+    if (j->fd < 0 || fstat(j->fd, &st) < 0)
+        return broken(j, err, COHORT_E_CONFIG, "cannot open journal %s: %s", j->path,
+                      strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return broken(j, err, COHORT_E_CONFIG, "journal %s is not a regular file", j->path);
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+/* The whole file's write lock, or the line naming who holds it. */
+static int file_lock(struct journal *j, struct cohort_err *err)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(j->fd, F_SETLK, &fl) == 0)
+        return 0;
+    if (errno != EACCES && errno != EAGAIN)
+        return broken(j, err, COHORT_E_CONFIG,
+                      "cannot lock journal %s: %s (a journal needs fcntl locks, so that two "
+                      "steps cannot write it at once)",
+                      j->path, strerror(errno));
+    struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    char who[40] = "pid unknown";
+    if (fcntl(j->fd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK && q.l_pid > 0)
+        snprintf(who, sizeof who, "pid %ld", (long)q.l_pid);
+    return broken(j, err, COHORT_E_CONFIG,
+                  "journal %s is in use by another step's coordinator (%s): a journal serves "
+                  "one step at a time; wait for that step to end, or give this queue another "
+                  "journal",
+                  j->path, who);
+}
+
+/* Writes this queue's header into a new, empty or half-created file, or
+ * checks the one there. */
+static int file_header(struct journal *j, const char *name, int created, uint64_t *size,
+                       struct cohort_err *err)
+{
+    uint8_t want[JHDR_LEN], have[JHDR_LEN];
+    char hname[JOURNAL_NAME_MAX + 1];
+    uint64_t hn;
+    jhdr_encode(want, name, j->n_items);
+    ssize_t got = jread_at(j->fd, have, sizeof have, 0);
+    if (got < 0)
+        return broken(j, err, COHORT_E_CONFIG, "cannot read journal %s: %s", j->path,
+                      strerror(errno));
+    if ((size_t)got < JHDR_LEN && memcmp(have, want, (size_t)got) == 0) {
+        if (write_all(j->fd, want, JHDR_LEN, 0) < 0 || datasync(j->fd) < 0 ||
+            (created && sync_dir(j->path) < 0))
+            return broken(j, err, COHORT_E_RESOURCE, "cannot write journal %s: %s", j->path,
+                          strerror(errno));
+        *size = JHDR_LEN;
+        return 0;
+    }
+    const char *why = jhdr_decode(have, (size_t)got, hname, &hn);
+    if (why) {
+        jhdr_fail(&j->why, j->path, why);
+        j->failed = 1;
+        return again(j, err);
+    }
+    if (strcmp(hname, name) != 0 || hn != j->n_items)
+        return broken(j, err, COHORT_E_CONFIG,
+                      "journal %s belongs to queue '%s' of %" PRIu64 " items, not '%s' of %" PRIu64
+                      ": give this queue another journal, or open it with the name and size "
+                      "the journal was made for",
+                      j->path, hname, hn, name, j->n_items);
+    return 0;
+}
+
+/* Replays the records; a torn tail is cut away, so appends follow the
+ * last valid record. */
+static int replay(struct journal *j, uint64_t size, journal_replay_fn fn, void *ctx,
+                  struct cohort_err *err)
+{
+    struct jscan s = {j->path, j->fd, size, j->n_items, &j->done, fn, ctx, 0};
+    if (jscan_records(&s, &j->why) < 0) {
+        j->failed = 1;
+        return again(j, err);
+    }
+    j->end = s.end;
+    j->torn = size - s.end;
+    if (j->torn && (ftruncate(j->fd, (off_t)s.end) < 0 || datasync(j->fd) < 0))
+        return broken(j, err, COHORT_E_RESOURCE,
+                      "cannot cut the torn tail of journal %s at byte %" PRIu64 ": %s", j->path,
+                      s.end, strerror(errno));
+    return 0;
+}
+
+int journal_open(const char *path, const char *name, uint64_t n_items, journal_replay_fn fn,
+                 void *ctx, struct journal **out, struct cohort_err *err)
+{
+    *out = NULL;
+    if (strlen(name) > JOURNAL_NAME_MAX || n_items > JOURNAL_MAX_ITEMS)
+        return cohort_fail_code(err, COHORT_E_USAGE,
+                                "journal %s: a queue name above %d bytes or above %" PRIu64
+                                " items cannot be journaled",
+                                path, JOURNAL_NAME_MAX, JOURNAL_MAX_ITEMS);
+    struct journal *j = calloc(1, sizeof *j);
+    if (!j || !(j->path = strdup(path))) {
+        free(j);
+        return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory opening journal %s",
+                                path);
+    }
+    j->fd = -1;
+    j->n_items = n_items;
+    j->open = NO_OPEN;
+    int created;
+    uint64_t size;
+    if (file_open(j, &created, &size, err) < 0 || file_lock(j, err) < 0 ||
+        file_header(j, name, created, &size, err) < 0 || replay(j, size, fn, ctx, err) < 0) {
+        journal_close(j);
+        return -1;
+    }
+    *out = j;
+    return 0;
+}
+
+uint64_t journal_torn_bytes(const struct journal *j)
+{
+    return j->torn;
+}
+
+static int reserve(struct journal *j, size_t more)
+{
+    if (j->cap - j->len >= more)
+        return 0;
+    size_t ncap = j->cap ? j->cap * 2 : 4096;
+    while (ncap - j->len < more)
+        ncap *= 2;
+    uint8_t *nb = realloc(j->buf, ncap);
+    if (!nb)
+        return -1;
+    j->buf = nb;
+    j->cap = ncap;
+    return 0;
+}
+
+/* Ends the COMMITTED record being filled: its length and check (room for
+ * the check was reserved with its last span). */
+static void close_open(struct journal *j)
+{
+    if (j->open == NO_OPEN)
+        return;
+    uint8_t *r = j->buf + j->open;
+    size_t body = j->len - j->open - JREC_HEAD;
+    r[0] = JOURNAL_COMMITTED;
+    jput32(r + 1, (uint32_t)body);
+    jcheck(j->end + j->open, r, JREC_HEAD + body, j->buf + j->len);
+    j->len += JCHECK_LEN;
+    j->open = NO_OPEN;
+}
+
+static int oom(struct journal *j, struct cohort_err *err)
+{
+    return broken(j, err, COHORT_E_RESOURCE, "out of memory adding to journal %s", j->path);
+}
+
+/* Ids lo..hi-1 (lo < hi), checked, into the record being filled: a span
+ * that continues its last one extends it. */
+static int add_span(struct journal *j, uint64_t lo, uint64_t hi, struct cohort_err *err)
+{
+    uint64_t dup;
+    if (hi > j->n_items)
+        return broken(j, err, COHORT_E_USAGE,
+                      "journal %s: id %" PRIu64 " committed beyond the queue's %" PRIu64 " items",
+                      j->path, hi - 1, j->n_items);
+    int rc = jspans_add(&j->done, lo, hi, &dup);
+    if (rc > 0)
+        return broken(j, err, COHORT_E_USAGE,
+                      "journal %s: id %" PRIu64 " committed a second time", j->path, dup);
+    if (rc < 0 || reserve(j, JREC_HEAD + JSPAN_LEN + JCHECK_LEN) < 0)
+        return oom(j, err);
+    if (j->open != NO_OPEN) {
+        uint8_t *last = j->buf + j->len - JSPAN_LEN;
+        if (jget64(last + 8) == lo) {
+            jput64(last + 8, hi);
+            return 0;
+        }
+        if (j->len - j->open - JREC_HEAD + JSPAN_LEN > JOURNAL_RECORD_MAX)
+            close_open(j);
+    }
+    if (j->open == NO_OPEN) {
+        j->open = j->len;
+        j->len += JREC_HEAD;
+    }
+    jput64(j->buf + j->len, lo);
+    jput64(j->buf + j->len + 8, hi);
+    j->len += JSPAN_LEN;
+    return 0;
+}
+
+int journal_add_committed(struct journal *j, const uint64_t *ids, size_t n,
+                          struct cohort_err *err)
+{
+    if (j->failed)
+        return again(j, err);
+    for (size_t i = 0, k; i < n; i = k) {
+        for (k = i + 1; k < n && ids[k - 1] < j->n_items && ids[k] == ids[k - 1] + 1; k++)
+            ;
+        if (ids[i] >= j->n_items)
+            return broken(j, err, COHORT_E_USAGE,
+                          "journal %s: id %" PRIu64 " committed beyond the queue's %" PRIu64
+                          " items",
+                          j->path, ids[i], j->n_items);
+        if (add_span(j, ids[i], ids[k - 1] + 1, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int journal_add_set_aside(struct journal *j, uint64_t id, uint32_t attempts,
+                          struct cohort_err *err)
+{
+    if (j->failed)
+        return again(j, err);
+    if (id >= j->n_items)
+        return broken(j, err, COHORT_E_USAGE,
+                      "journal %s: id %" PRIu64 " set aside beyond the queue's %" PRIu64 " items",
+                      j->path, id, j->n_items);
+    close_open(j);
+    if (reserve(j, JREC_HEAD + JASIDE_LEN + JCHECK_LEN) < 0)
+        return oom(j, err);
+    uint8_t *r = j->buf + j->len;
+    r[0] = JOURNAL_SET_ASIDE;
+    jput32(r + 1, JASIDE_LEN);
+    jput64(r + JREC_HEAD, id);
+    jput32(r + JREC_HEAD + 8, attempts);
+    jcheck(j->end + j->len, r, JREC_HEAD + JASIDE_LEN, r + JREC_HEAD + JASIDE_LEN);
+    j->len += JREC_HEAD + JASIDE_LEN + JCHECK_LEN;
+    return 0;
+}
+
+int journal_sync(struct journal *j, struct cohort_err *err)
+{
+    if (j->failed)
+        return again(j, err);
+    close_open(j);
+    if (j->len == 0)
+        return 0;
+    if (write_all(j->fd, j->buf, j->len, j->end) < 0 || datasync(j->fd) < 0)
+        return broken(j, err, COHORT_E_RESOURCE,
+                      "cannot write journal %s: %s; the commits since its last sync are not "
+                      "durable: fix this and rerun the step to resume from the journal",
+                      j->path, strerror(errno));
+    j->end += j->len;
+    j->len = 0;
+    return 0;
+}
+
+void journal_close(struct journal *j)
+{
+    if (!j)
+        return;
+    if (j->fd >= 0)
+        close(j->fd);
+    jspans_free(&j->done);
+    free(j->buf);
+    free(j->path);
+    free(j);
+}

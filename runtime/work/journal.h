@@ -1,0 +1,135 @@
+/* journal.h - the work queue's journal: one file per queue, on a shared
+ * filesystem, written only by the queue's coordinator, that makes every
+ * committed item durable and lets a later step resume the queue.
+ *
+ * Format (every integer big-endian):
+ *   header, 156 bytes: "COHORTJ1", n_items (u64), the name's length (u32),
+ *     the name zero-padded to JOURNAL_NAME_MAX bytes, check (8 bytes);
+ *   records, appended after it: type (u8), body length (u32), body,
+ *     check (8 bytes):
+ *     JOURNAL_COMMITTED (1): spans, each lo (u64) and hi (u64): ids lo..hi-1;
+ *     JOURNAL_SET_ASIDE (2): id (u64), attempts (u32).
+ *   check: the first 8 bytes of the SHA-256 (Nettle) of the byte offset
+ *   where the header or record begins (u64) and its bytes before check.
+ *
+ * Durability: journal_sync writes the records added since the last sync
+ * with one write and fdatasyncs: the group commit. A commit is durable once
+ * journal_sync returned 0; the coordinator answers commits only after it.
+ *
+ * A torn tail or damage: a crash can leave the last write incomplete. A
+ * record that is bad (cut short, an unknown type or length, a wrong check)
+ * with no valid record anywhere after it is a torn tail: it is ignored, and
+ * journal_open cuts it away. A bad record with a valid one after it, a bad
+ * header, an id beyond the queue, or an id committed twice is damage: the
+ * journal is refused, naming its byte offset.
+ *
+ * Memory: the committed ids (for the check that none is committed twice)
+ * are kept as a sorted set of disjoint runs of consecutive ids, 16 bytes a
+ * run, never a bitmap: a queue of 10^9 items costs what its holes cost
+ * (about the leases outstanding at a time). Adding a run costs a binary
+ * search and a move of the runs above it, which are few since leases go
+ * out in ascending order (200000 leases committed in random order replay
+ * in about 0.6 s).
+ *
+ * Locking: journal_open takes a POSIX fcntl write lock on the whole file,
+ * so that two steps' coordinators cannot write one journal. Such locks
+ * belong to the process and go when it closes any descriptor of the file:
+ * a process that holds a journal open must not open that file otherwise
+ * (journal_summary included). */
+#ifndef COHORT_JOURNAL_H
+#define COHORT_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define JOURNAL_NAME_MAX 128
+#define JOURNAL_MAX_ITEMS ((uint64_t)INT64_MAX) /* ids stay exact in JSON */
+#define JOURNAL_RECORD_MAX (1u << 20)           /* bytes of one record's body */
+
+enum journal_event_kind {
+    JOURNAL_COMMITTED = 1,
+    JOURNAL_SET_ASIDE = 2,
+};
+
+/* One replayed fact, in the order the journal holds them. */
+struct journal_event {
+    enum journal_event_kind kind;
+    uint64_t lo, hi;   /* COMMITTED: ids lo..hi-1; SET_ASIDE: the id is lo, hi = lo + 1 */
+    uint32_t attempts; /* SET_ASIDE: the attempts the item had */
+};
+
+/* Called by journal_open for each committed span and set-aside id,
+ * already checked (in range; no id committed twice). Returns 0, or -1 with
+ * err to stop journal_open, which then fails with that err. An id set
+ * aside may be committed by a later record (a later step took it again). */
+typedef int (*journal_replay_fn)(void *ctx, const struct journal_event *ev,
+                                 struct cohort_err *err);
+
+struct journal;
+
+/* Opens the journal at path for queue name (at most JOURNAL_NAME_MAX
+ * bytes) of n_items ids (at most JOURNAL_MAX_ITEMS), locked for writing.
+ * A missing or empty file gets its header (synced; a new file's directory
+ * entry too); so does a file that holds only the beginning of this queue's
+ * header (a creation that was interrupted). Otherwise the
+ * header is checked and every record replayed through fn (may be NULL)
+ * with ctx before returning; a torn tail is cut away. Returns 0, or -1
+ * with one line in err: the path cannot be opened or locked (another
+ * step's coordinator holds it: its pid), the journal belongs to another
+ * queue or size, it is damaged (the byte offset), or out of memory. */
+int journal_open(const char *path, const char *name, uint64_t n_items, journal_replay_fn fn,
+                 void *ctx, struct journal **out, struct cohort_err *err);
+
+/* Bytes of a torn tail journal_open ignored and cut away (0: none). */
+uint64_t journal_torn_bytes(const struct journal *j);
+
+/* Adds ids[0..n-1] (any order; runs of consecutive ids are written as
+ * spans) to the records the next journal_sync writes. Returns 0, or -1
+ * with err for an id beyond the queue, an id committed before (in the
+ * journal or since), out of memory, or an earlier failure. Any failure is
+ * final: every later call but journal_close fails with the first line. */
+int journal_add_committed(struct journal *j, const uint64_t *ids, size_t n,
+                          struct cohort_err *err);
+
+/* Adds a record: id was set aside after attempts attempts. Fails as
+ * journal_add_committed (not for an id committed before). */
+int journal_add_set_aside(struct journal *j, uint64_t id, uint32_t attempts,
+                          struct cohort_err *err);
+
+/* Writes every record added since the last sync and fdatasyncs the file.
+ * Returns 0 (nothing added: nothing written), or -1 with one line naming
+ * the journal and the system's reason (the disk is full, ...); that
+ * failure is final, as above. */
+int journal_sync(struct journal *j, struct cohort_err *err);
+
+/* Closes the file (releasing the lock) and frees j (NULL: nothing).
+ * Records added and not synced are lost. */
+void journal_close(struct journal *j);
+
+/* An item set aside and not committed afterwards. */
+struct journal_aside {
+    uint64_t id;
+    uint32_t attempts; /* of the last record that set it aside */
+};
+
+struct journal_summary {
+    char name[JOURNAL_NAME_MAX + 1];
+    uint64_t n_items;
+    uint64_t committed;          /* ids committed */
+    uint64_t remaining;          /* n_items - committed - n_aside */
+    struct journal_aside *aside; /* ascending ids; malloc'd */
+    size_t n_aside;
+    uint64_t torn_bytes;         /* of a torn tail ignored (not cut: read only) */
+    uint64_t size;               /* of the file, in bytes, when it was read */
+};
+
+/* Reads the journal at path without locking or changing it: only whole
+ * valid records count, so it may run while a coordinator writes. Returns
+ * 0, or -1 with one line in err (as journal_open, and nothing to free).
+ * The journal's own name and size are taken, not checked. */
+int journal_summary(const char *path, struct journal_summary *s, struct cohort_err *err);
+void journal_summary_free(struct journal_summary *s);
+
+#endif

@@ -1,0 +1,109 @@
+#!/bin/sh
+# cohort-work.sh - cohort-work from the outside, over journals written here
+# by an independent encoder of the format journal.h documents: the text and
+# JSON summaries (done, set aside, remaining, a torn tail), and one line on
+# standard error with exit 1 for a missing or damaged journal, exit 2 for
+# bad usage. Emits TAP.
+work="$COHORT_BUILDDIR/runtime/tools/cohort-work"
+. "$COHORT_SRCDIR/tests/tap.sh"
+command -v python3 >/dev/null || skip_all "no python3 to write journals"
+
+cat >"$tmp/mk.py" <<'EOP'
+import hashlib, struct, sys
+
+def check(off, b):
+    return hashlib.sha256(struct.pack('>Q', off) + b).digest()[:8]
+
+def journal(path, name, n, records, tail=b''):
+    h = b'COHORTJ1' + struct.pack('>QI', n, len(name)) + name.encode().ljust(128, b'\0')
+    out = h + check(0, h)
+    for typ, body in records:
+        r = struct.pack('>BI', typ, len(body)) + body
+        out += r + check(len(out), r)
+    open(path, 'wb').write(out + tail)
+
+def spans(*s):
+    return (1, b''.join(struct.pack('>QQ', lo, hi) for lo, hi in s))
+
+def aside(i, attempts):
+    return (2, struct.pack('>QI', i, attempts))
+
+d = sys.argv[1]
+# 650 is set aside, then committed by a later step; the tail is a cut record
+journal(d + '/frames.j', 'frames', 1000,
+        [spans((0, 500)), aside(510, 3), aside(520, 4), aside(650, 2), spans((600, 700))],
+        tail=struct.pack('>BI', 1, 16) + b'\0' * 5)
+journal(d + '/many.j', 'many', 100, [aside(i, 3) for i in range(25)] + [spans((50, 100))])
+b = bytearray(open(d + '/frames.j', 'rb').read())
+b[156 + 7] ^= 0x01
+open(d + '/damaged.j', 'wb').write(bytes(b))
+EOP
+python3 "$tmp/mk.py" "$tmp" || bail "cannot write the test journals"
+
+out=$("$work" status "$tmp/frames.j")
+ok $? "status prints a summary"
+printf '%s\n' "$out" | grep -qx "queue:     'frames', 1000 items" &&
+    printf '%s\n' "$out" | grep -qx 'done:      600' &&
+    printf '%s\n' "$out" | grep -qx 'set aside: 2: 510 (3 attempts), 520 (4 attempts)' &&
+    printf '%s\n' "$out" | grep -qx 'remaining: 398'
+ok $? "text: done, set aside with ids, remaining"
+printf '%s\n' "$out" | grep -qx 'torn tail: 10 bytes ignored (a write that did not finish)'
+ok $? "text: the torn tail ignored"
+
+out=$("$work" status "$tmp/frames.j" --format json)
+ok $? "--format json"
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+want = {"queue": "frames", "n_items": 1000, "committed": 600, "set_aside": 2,
+        "set_aside_ids": [{"id": 510, "attempts": 3}, {"id": 520, "attempts": 4}],
+        "remaining": 398, "torn_tail_bytes": 10}
+assert d == want, d
+' "$out"
+ok $? "json has exactly the documented fields and values"
+
+out=$("$work" --format=json status "$tmp/many.j")
+python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["set_aside"] == 25 and len(d["set_aside_ids"]) == 25, d
+assert d["remaining"] == 25 and d["torn_tail_bytes"] == 0, d
+' "$out"
+ok $? "json lists every set-aside id"
+"$work" status "$tmp/many.j" |
+    grep -qx 'set aside: 25: 0 (3 attempts), .*, 19 (3 attempts), and 5 more'
+ok $? "text names the first 20 set-aside ids"
+"$work" status "$tmp/many.j" | grep -qx 'torn tail: none'
+ok $? "text: no torn tail"
+
+# One line on standard error, nothing on standard output, and the status.
+fails_with() {
+    want=$1 pattern=$2
+    shift 2
+    "$work" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq "$want" ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+        grep -q "$pattern" "$tmp/err" || { echo "# rc $rc: $(cat "$tmp/err")"; return 1; }
+}
+fails_with 1 "journal $tmp/damaged.j is damaged at byte 156 (.*): it cannot be resumed" \
+    status "$tmp/damaged.j"
+ok $? "a damaged journal: one line with its byte offset, exit 1"
+fails_with 1 "cannot open journal $tmp/none.j: No such file or directory" status "$tmp/none.j"
+ok $? "a missing journal: one line, exit 1"
+fails_with 1 "journal $tmp/mk.py has a bad header at byte 0 (not a cohort journal)" \
+    status "$tmp/mk.py"
+ok $? "another kind of file: one line, exit 1"
+fails_with 2 "a command is needed"
+ok $? "no command: exit 2"
+fails_with 2 "unknown command frob" frob "$tmp/frames.j"
+ok $? "an unknown command: exit 2"
+fails_with 2 "format is not one of text, json: xml" status "$tmp/frames.j" --format xml
+ok $? "an unknown format: exit 2"
+fails_with 2 "status takes one JOURNAL" status "$tmp/frames.j" "$tmp/many.j"
+ok $? "two journals: exit 2"
+fails_with 2 "unknown option or missing value: --frob" status --frob "$tmp/frames.j"
+ok $? "an unknown option: exit 2"
+"$work" --help | grep -q '^usage: cohort-work status JOURNAL'
+ok $? "--help prints the usage"
+
+tap_done

@@ -1,0 +1,100 @@
+/* test_work_msg.c - the work queue's messages (work_msg.h) and the
+ * coordinator's start record (coord_config.h): ids to spans and back,
+ * every malformed list of spans refused, totals and verdicts round trip,
+ * a start record read back whole and refused at every cut and with a
+ * rank on a node that does not exist. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_config.h"
+#include "tap.h"
+#include "wire.h"
+#include "work_msg.h"
+
+static void spans(void)
+{
+    uint64_t ids[] = {5, 6, 7, 9, 2, 3, 100}, back[7];
+    uint8_t b[7 * WORK_SPAN_LEN];
+    size_t n = work_span_count(ids, 7);
+    ok(n == 4, "7 ids in the order given form 4 spans (%zu)", n);
+    work_spans_put(ids, 7, b);
+    uint64_t count = 0;
+    struct cohort_err e;
+    int rc = work_spans_check(b, (uint32_t)(n * WORK_SPAN_LEN), 101, &count, &e);
+    ok(rc == 0 && count == 7, "they check against 101 items: %llu ids", (unsigned long long)count);
+    work_spans_ids(b, (uint32_t)(n * WORK_SPAN_LEN), back);
+    ok(memcmp(ids, back, sizeof ids) == 0, "and expand to the same ids in the same order");
+    ok(work_spans_check(b, (uint32_t)(n * WORK_SPAN_LEN), 100, &count, &e) < 0 &&
+           strstr(e.msg, "not ids of this queue"),
+       "id 100 of a queue of 100 is refused (%s)", e.msg);
+    ok(work_spans_check(b, 17, 101, &count, &e) < 0, "17 bytes are not whole spans (%s)", e.msg);
+    work_put64(b, 8);
+    work_put64(b + 8, 8);
+    ok(work_spans_check(b, WORK_SPAN_LEN, 101, &count, &e) < 0, "an empty span is refused");
+    work_put64(b, 0);
+    work_put64(b + 8, UINT64_MAX);
+    work_put64(b + 16, 0);
+    work_put64(b + 24, UINT64_MAX);
+    ok(work_spans_check(b, 2 * WORK_SPAN_LEN, UINT64_MAX, &count, &e) < 0,
+       "spans that hold more than 2^64 ids are refused (%s)", e.msg);
+}
+
+static void records(void)
+{
+    struct work_totals t = {1, 2, 3, 4, UINT64_MAX}, t2;
+    struct work_verdict v = {5, 6, 7, 8, 9}, v2;
+    uint8_t b[WORK_TOTALS_LEN];
+    work_totals_put(&t, b);
+    work_totals_get(b, &t2);
+    ok(memcmp(&t, &t2, sizeof t) == 0, "totals round trip");
+    work_verdict_put(&v, b);
+    work_verdict_get(b, &v2);
+    ok(memcmp(&v, &v2, sizeof v) == 0, "verdicts round trip");
+}
+
+static void config(void)
+{
+    uint32_t rank_node[] = {0, 0, 1, 1, 1};
+    struct coord_config c = {.key = {.kind = AUTH_SECRET, .bytes = {1, 2, 3}},
+                             .job = 77, .step = 3, .size = 5, .num_nodes = 2,
+                             .rank_node = rank_node, .n_items = 1000000,
+                             .lease_timeout_s = 60, .max_attempts = 3, .join_timeout_s = 120,
+                             .verbose = true},
+                       d;
+    memset(c.view, 0xab, sizeof c.view);
+    strcpy(c.name, "frames");
+    strcpy(c.journal, "/shared/q.journal");
+    uint8_t *rec = NULL;
+    size_t len = 0;
+    struct cohort_err e;
+    int rc = coord_config_encode(&c, &rec, &len);
+    ok(rc == 0, "a start record of %zu bytes", len);
+    ok(coord_config_decode(rec, len, &d, &e) == 0 && d.job == 77 && d.size == 5 &&
+           d.rank_node[4] == 1 && d.n_items == 1000000 && d.verbose &&
+           strcmp(d.name, "frames") == 0 && strcmp(d.journal, "/shared/q.journal") == 0 &&
+           memcmp(d.view, c.view, sizeof c.view) == 0 && d.key.bytes[2] == 3,
+       "reads back whole");
+    coord_config_free(&d);
+    size_t cut_ok = 0;
+    for (size_t cut = 0; cut < len; cut++) {
+        if (coord_config_decode(rec, cut, &d, &e) < 0)
+            cut_ok++;
+        else
+            coord_config_free(&d);
+    }
+    ok(cut_ok == len, "refused when cut at each of its %zu lengths (%zu refused)", len, cut_ok);
+    rec[4 + 4 + sizeof c.key.bytes + 4 + 16 + 4 * 4 + 3] = 2; /* rank 4 on node 2 */
+    ok(coord_config_decode(rec, len, &d, &e) < 0, "a rank on a node beyond the step is refused");
+    rec[0] = 'X';
+    ok(coord_config_decode(rec, len, &d, &e) < 0 && strstr(e.msg, "version"),
+       "another magic is refused (%s)", e.msg);
+    free(rec);
+}
+
+int main(void)
+{
+    spans();
+    records();
+    config();
+    return tap_done();
+}

@@ -1,0 +1,145 @@
+#!/bin/sh
+# work.sh - the work queue (cohort_work.h) with many workers on this
+# machine as simulated nodes (tests/bootstrap/spawn, tests/work/work_check):
+# every item committed exactly once; workers SIGKILLed at random leases
+# (rank 0 too) over many rounds; a SIGSTOPped worker's items finished
+# elsewhere and its late commit refused; the coordinator SIGKILLed and the
+# step rerun over the journal, over many rounds; bad input, one line on
+# every rank. WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default
+# 50) set the rounds. TAP.
+. "$COHORT_SRCDIR/tests/tap.sh"
+spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
+check="$COHORT_BUILDDIR/tests/work/work_check"
+status="$COHORT_BUILDDIR/runtime/tools/cohort-work"
+COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord"
+export COHORT_WORK_COORD
+kill_rounds=${WORK_KILL_ROUNDS:-100}
+coord_rounds=${WORK_COORD_ROUNDS:-50}
+
+# summary: spawn's line, the first failure and the ranks' ok count.
+summary() {
+    awk '/^spawn: / { sp = $0 } / FAIL: / && !f { f = $0 } / ok / { n++ }
+         END { print sp "; " n + 0 " ok" (f ? "; " f : "") }' "$tmp/out"
+}
+
+# exactly N: the ids in DIR's committed.* files are 0..N-1, each once.
+# Prints what differs.
+exactly() {
+    cat "$1"/committed.* 2>/dev/null | sort -n >"$tmp/ids"
+    dup=$(uniq -d "$tmp/ids" | head -3 | tr '\n' ' ')
+    got=$(uniq "$tmp/ids" | wc -l)
+    if [ -n "$dup" ] || [ "$got" != "$2" ]; then
+        echo "committed twice: ${dup:-none}; $got distinct of $2"
+        return 1
+    fi
+}
+
+run() { # run N NODES [VAR=VALUE...]: a step of work_check, output in $tmp/out
+    count=$1 nodes=$2
+    shift 2
+    rm -rf "$tmp/o" && mkdir "$tmp/o"
+    env COHORT_TEST_OUT="$tmp/o" "$@" "$spawn" "$count" "$nodes" -- "$check" >"$tmp/out" 2>&1
+}
+
+run 8 2 COHORT_TEST_ITEMS=10000
+why=$(exactly "$tmp/o" 10000)
+[ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 8 ]
+ok $? "8 workers on 2 nodes, 10000 items: every item committed once ($(summary)${why:+; $why})"
+
+run 64 4 COHORT_TEST_ITEMS=20000 COHORT_TEST_CAP=16
+why=$(exactly "$tmp/o" 20000)
+[ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 64 ]
+ok $? "64 workers on 4 nodes, 20000 items: every item committed once ($(summary)${why:+; $why})"
+
+# --- workers killed at random leases -----------------------------------
+bad=0 first=""
+i=0
+while [ $i -lt "$kill_rounds" ]; do
+    i=$((i + 1))
+    victim=$(awk -v s="$i" 'BEGIN { srand(s); print (s % 5 == 0) ? 0 : int(rand() * 64) }')
+    at=$(awk -v s="$i" 'BEGIN { srand(s * 7); print 1 + int(rand() * 3) }')
+    run 64 4 COHORT_TEST_ITEMS=6000 COHORT_TEST_CAP=8 COHORT_TEST_VICTIM="$victim" \
+        COHORT_TEST_AT="$at" COHORT_TEST_DO=kill COHORT_TIMEOUT=60
+    why=$(exactly "$tmp/o" 6000)
+    if [ $? != 0 ] || [ "$(grep -c ': ok ' "$tmp/out")" != 63 ] ||
+        grep -q "^rank $victim: ok" "$tmp/out"; then
+        bad=$((bad + 1))
+        [ -n "$first" ] || first="round $i (rank $victim killed at lease $at): $(summary)${why:+; $why}"
+    fi
+done
+[ $bad = 0 ]
+ok $? "$kill_rounds rounds of 64 workers, one SIGKILLed at a random lease (rank 0 in every fifth): every item committed once, the 63 others finish (${first:-all rounds right})"
+
+# --- a stopped worker ----------------------------------------------------
+run 8 2 COHORT_TEST_ITEMS=2000 COHORT_TEST_CAP=8 COHORT_TEST_VICTIM=3 COHORT_TEST_AT=2 \
+    COHORT_TEST_DO=stop COHORT_TEST_LEASE_TIMEOUT=1
+why=$(exactly "$tmp/o" 2000)
+[ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 8 ] && grep -q '^rank 3: stale after stop$' "$tmp/out"
+ok $? "a worker SIGSTOPped holding a lease (lease_timeout_s 1): its items finish elsewhere, its late commit is stale, every item committed once ($(grep -m1 'after stop' "$tmp/out"); $(summary)${why:+; $why})"
+
+# --- the coordinator killed, the step rerun over its journal -------------
+# (what the first run's workers were told was committed is never leased
+# again; the journal ends with every item committed once)
+bad=0 first=""
+i=0
+while [ $i -lt "$coord_rounds" ]; do
+    i=$((i + 1))
+    rm -f "$tmp/journal"
+    victim=$(awk -v s="$i" 'BEGIN { srand(s * 3); print int(rand() * 8) }')
+    at=$(awk -v s="$i" 'BEGIN { srand(s * 5); print 1 + int(rand() * 20) }')
+    run 8 2 COHORT_TEST_ITEMS=3000 COHORT_TEST_CAP=8 COHORT_TEST_JOURNAL="$tmp/journal" \
+        COHORT_TEST_VICTIM="$victim" COHORT_TEST_AT="$at" COHORT_TEST_DO=kill-coord
+    gone=$(grep -c 'FAIL: .*work coordinator .* is gone .*rerun the step with the same journal' "$tmp/out")
+    first_out=$(summary)
+    mv "$tmp/o" "$tmp/o1"
+    run 8 2 COHORT_TEST_ITEMS=3000 COHORT_TEST_CAP=8 COHORT_TEST_JOURNAL="$tmp/journal"
+    cat "$tmp/o1"/committed.* 2>/dev/null | sort >"$tmp/c1"
+    cat "$tmp/o"/leased.* 2>/dev/null | sort | comm -12 "$tmp/c1" - >"$tmp/again"
+    # the journal is the record: every item in it once (a duplicate is
+    # damage it refuses), none remaining
+    why=$("$status" status "$tmp/journal" --format json 2>&1 | python3 -c '
+import json, sys
+try:
+    s = json.load(sys.stdin)
+except ValueError:
+    print("cohort-work status failed"); sys.exit()
+if s["committed"] != 3000 or s["remaining"] != 0:
+    print("journal: %d committed, %d remaining" % (s["committed"], s["remaining"]))')
+    rm -rf "$tmp/o1"
+    if [ "$gone" != 8 ] || [ -s "$tmp/again" ] || [ -n "$why" ] ||
+        [ "$(grep -c ': ok ' "$tmp/out")" != 8 ]; then
+        bad=$((bad + 1))
+        [ -n "$first" ] || first="round $i (rank $victim killed it at lease $at): first run $gone of 8 named it ($first_out); rerun $(summary); leased again though committed: $(wc -l <"$tmp/again")${why:+; $why}"
+    fi
+done
+[ $bad = 0 ]
+ok $? "$coord_rounds rounds: the coordinator SIGKILLed at a random lease, every rank fails naming it, the rerun over the journal leases nothing committed before and finishes, every item committed once across both (${first:-all rounds right})"
+
+# --- the example -----------------------------------------------------------
+"$spawn" 8 2 -- "$COHORT_BUILDDIR/examples/work_queue" 400 1 >"$tmp/out" 2>&1
+[ "$(awk '/^rank [0-9]+: [0-9]+ items/ { n += $3; r++ } END { print r "/" n }' "$tmp/out")" = 8/400 ] &&
+    grep -q '^makespan .* static split would take' "$tmp/out"
+ok $? "examples/work_queue on 8 tasks, one 4x slower: the shares add up to the 400 items ($(grep -m1 '^makespan' "$tmp/out"))"
+
+# --- bad input -----------------------------------------------------------
+run 8 2 COHORT_TEST_OPTS=zero-items
+[ "$(grep -c "FAIL: cohort: cohort_work_open failed on rank 0: n_items is 0" "$tmp/out")" = 8 ]
+ok $? "n_items 0: the same line on all 8 ranks ($(summary))"
+run 8 2 COHORT_TEST_OPTS=bad-items
+[ "$(grep -c "FAIL: cohort: cohort_work_open: rank 7 opens queue 'q' of 10001 items, rank 0 queue 'q' of 10000" "$tmp/out")" = 8 ]
+ok $? "one rank opens another n_items: the same line naming both on all 8 ranks ($(summary))"
+run 4 2 COHORT_TEST_ITEMS=500 COHORT_TEST_VICTIM=2 COHORT_TEST_DO=foreign
+why=$(exactly "$tmp/o" 500)
+[ $? = 0 ] && grep -q '^rank 2: foreign: -1 .*not held by this worker' "$tmp/out" &&
+    [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
+ok $? "a commit of an id this worker does not hold: -1 naming it, the queue goes on ($(grep -m1 'foreign' "$tmp/out"); $(summary)${why:+; $why})"
+rm -f "$tmp/journal"
+run 4 2 COHORT_TEST_ITEMS=500 COHORT_TEST_JOURNAL="$tmp/journal"
+run 4 2 COHORT_TEST_ITEMS=600 COHORT_TEST_JOURNAL="$tmp/journal"
+[ "$(grep -c "FAIL: .*journal.*500" "$tmp/out")" = 4 ]
+ok $? "a journal of another n_items: refused on all 4 ranks with one line ($(summary))"
+run 4 2 COHORT_TEST_ITEMS=500 COHORT_TEST_JOURNAL=/proc/cohort-no/journal
+[ "$(grep -c "FAIL: .*/proc/cohort-no/journal" "$tmp/out")" = 4 ]
+ok $? "an unwritable journal: refused on all 4 ranks naming it ($(summary))"
+
+tap_done

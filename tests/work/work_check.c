@@ -1,0 +1,223 @@
+/* work_check.c - one worker of a work-queue test, for tests/work.sh (run
+ * by tests/bootstrap/spawn): cohort_init, cohort_work_open of queue
+ * COHORT_TEST_QUEUE (default "q") with COHORT_TEST_ITEMS items (default
+ * 10000), then lease (cap COHORT_TEST_CAP, default 64), "process" (usleep
+ * COHORT_TEST_US microseconds per item, default 0; the rank named by
+ * COHORT_TEST_SLOW_RANK takes 4x that) and commit until the queue is done,
+ * then cohort_work_close. Every id this rank committed (commit returned 0)
+ * is appended as a line to $COHORT_TEST_OUT/committed.R, every id it was
+ * leased to $COHORT_TEST_OUT/leased.R, with write(2) as it happens (for a
+ * commit that returned COHORT_WORK_STALE, its ids but the stale ones). Prints
+ * "rank R: ok N committed, S stale" or "rank R: FAIL: <cohort_error()>".
+ *
+ * COHORT_TEST_JOURNAL: the queue's journal. COHORT_TEST_LEASE_TIMEOUT: its
+ * lease_timeout_s. COHORT_TEST_OPTS=bad-items: this rank opens one item
+ * more (ranks disagree); zero-items: every rank opens 0 items.
+ * Victims (the rank COHORT_TEST_VICTIM, at its COHORT_TEST_AT-th lease,
+ * 1 if unset, while it holds that lease):
+ *   COHORT_TEST_DO=kill   SIGKILL itself (before its close if the queue
+ *                         ended before that lease);
+ *   COHORT_TEST_DO=stop   SIGSTOP itself; rank 0 sends it SIGCONT once its
+ *                         own close returned; it then commits (expecting
+ *                         COHORT_WORK_STALE: "rank R: stale after stop"), and
+ *                         goes on;
+ *   COHORT_TEST_DO=kill-coord  SIGKILL the coordinator (rank 0's child
+ *                         cohort-work-coord), then go on: every rank's next
+ *                         call fails;
+ *   COHORT_TEST_DO=foreign commit an id it does not hold ("rank R: foreign:
+ *                         <cohort_error()>"), then go on. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cohort.h"
+#include "cohort_work.h"
+
+static int rank = -1;
+
+static long env_long(const char *name, long otherwise)
+{
+    const char *v = getenv(name);
+    return v && *v ? atol(v) : otherwise;
+}
+
+static int fail(struct cohort *c)
+{
+    printf("rank %d: FAIL: %s\n", rank, cohort_error(c));
+    fflush(stdout);
+    cohort_finalize(c);
+    return 1;
+}
+
+/* Appends ids, one per line, to $COHORT_TEST_OUT/KIND.RANK. */
+static void record(const char *kind, const uint64_t *ids, long n)
+{
+    const char *dir = getenv("COHORT_TEST_OUT");
+    if (!dir || n <= 0)
+        return;
+    char path[512], *buf = malloc((size_t)n * 21 + 1);
+    snprintf(path, sizeof path, "%s/%s.%d", dir, kind, rank);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    size_t len = 0;
+    for (long i = 0; buf && i < n; i++)
+        len += (size_t)sprintf(buf + len, "%llu\n", (unsigned long long)ids[i]);
+    if (fd >= 0 && buf)
+        (void)!write(fd, buf, len);
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+}
+
+/* The coordinator: the cohort-work-coord process whose parent is pid. */
+static pid_t coordinator_of(pid_t parent)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    pid_t found = -1;
+    while (d && (e = readdir(d))) {
+        char path[300], stat[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        fclose(f);
+        stat[n] = 0;
+        char *close_paren = strrchr(stat, ')');
+        int ppid;
+        if (strstr(stat, "(cohort-work-coo") && close_paren &&
+            sscanf(close_paren + 2, "%*c %d", &ppid) == 1 && ppid == parent)
+            found = atoi(e->d_name);
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
+/* What the victim does at its lease. */
+static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, uint64_t *ids,
+                   long n)
+{
+    const char *what = getenv("COHORT_TEST_DO");
+    if (strcmp(what, "kill") == 0)
+        raise(SIGKILL);
+    if (strcmp(what, "kill-coord") == 0) {
+        pid_t p = coordinator_of(pids[0]);
+        printf("rank %d: killing the coordinator (pid %d)\n", rank, (int)p);
+        fflush(stdout);
+        if (p > 0)
+            kill(p, SIGKILL);
+    }
+    if (strcmp(what, "foreign") == 0) {
+        uint64_t items = (uint64_t)env_long("COHORT_TEST_ITEMS", 10000);
+        uint64_t other = ids[n - 1] + 1 < items ? ids[n - 1] + 1 : 0;
+        int rc = cohort_work_commit(w, &other, 1);
+        printf("rank %d: foreign: %d %s\n", rank, rc, rc < 0 ? cohort_error(c) : "");
+        fflush(stdout);
+    }
+    if (strcmp(what, "stop") == 0) {
+        raise(SIGSTOP);
+        int rc = cohort_work_commit(w, ids, (size_t)n);
+        printf("rank %d: %s after stop\n", rank,
+               rc == COHORT_WORK_STALE ? "stale" : rc == 0 ? "committed" : cohort_error(c));
+        fflush(stdout);
+    }
+}
+
+/* Leases, processes and commits until the queue is done. */
+static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
+{
+    size_t cap = (size_t)env_long("COHORT_TEST_CAP", 64);
+    long us = env_long("COHORT_TEST_US", 0), leases = 0, done = 0, stale = 0, n = -1;
+    if (env_long("COHORT_TEST_SLOW_RANK", -1) == rank)
+        us *= 4;
+    bool is_victim = getenv("COHORT_TEST_DO") && env_long("COHORT_TEST_VICTIM", -1) == rank;
+    uint64_t *ids = malloc(cap * sizeof *ids);
+    while (ids && (n = cohort_work_lease(w, ids, cap)) > 0) {
+        record("leased", ids, n);
+        if (is_victim && ++leases == env_long("COHORT_TEST_AT", 1)) {
+            victim(w, c, pids, ids, n);
+            if (strcmp(getenv("COHORT_TEST_DO"), "stop") == 0)
+                continue;
+        }
+        if (us)
+            usleep((useconds_t)(us * n));
+        int rc = cohort_work_commit(w, ids, (size_t)n);
+        if (rc < 0) {
+            n = -1;
+            break;
+        }
+        if (rc == COHORT_WORK_STALE) { /* keep the ids of the call that were not stale */
+            size_t k, m = 0;
+            const uint64_t *gone = cohort_work_stale_ids(w, &k);
+            for (long i = 0; i < n; i++) {
+                bool is_stale = false;
+                for (size_t j = 0; j < k && !is_stale; j++)
+                    is_stale = gone[j] == ids[i];
+                if (!is_stale)
+                    ids[m++] = ids[i];
+            }
+            stale += (long)k;
+            n = (long)m;
+        }
+        record("committed", ids, n);
+        done += n;
+    }
+    free(ids);
+    if (n == 0 && is_victim && leases < env_long("COHORT_TEST_AT", 1) &&
+        strcmp(getenv("COHORT_TEST_DO"), "kill") == 0)
+        raise(SIGKILL); /* the queue ended first: dies at its close instead */
+    if (n < 0) {
+        printf("rank %d: FAIL: %s\n", rank, cohort_error(c));
+        cohort_work_close(w);
+        return -2; /* said */
+    }
+    if (cohort_work_close(w) != 0)
+        return -1;
+    printf("rank %d: ok %ld committed, %ld stale\n", rank, done, stale);
+    fflush(stdout);
+    return 0;
+}
+
+int main(void)
+{
+    struct cohort *c;
+    if (cohort_init(&c, NULL) != 0)
+        return fail(c);
+    rank = cohort_rank(c);
+    int size = cohort_size(c);
+    pid_t me = getpid(), *pids = malloc(sizeof *pids * (size_t)size);
+    if (!pids || cohort_allgather(c, &me, sizeof me, pids) != 0)
+        return fail(c);
+    const char *opts = getenv("COHORT_TEST_OPTS");
+    uint64_t items = (uint64_t)env_long("COHORT_TEST_ITEMS", 10000);
+    if (opts && strcmp(opts, "bad-items") == 0 && rank == size - 1)
+        items++;
+    if (opts && strcmp(opts, "zero-items") == 0)
+        items = 0;
+    struct cohort_work_opts o = {.size = sizeof o,
+                                 .journal = getenv("COHORT_TEST_JOURNAL"),
+                                 .lease_timeout_s = (int)env_long("COHORT_TEST_LEASE_TIMEOUT", 0)};
+    struct cohort_work *w;
+    const char *queue = getenv("COHORT_TEST_QUEUE");
+    if (cohort_work_open(c, queue ? queue : "q", items, &o, &w) != 0)
+        return fail(c);
+    int rc = run(w, c, pids);
+    if (rc == -2) {
+        fflush(stdout);
+        cohort_finalize(c);
+        return 1;
+    }
+    if (rc != 0)
+        return fail(c);
+    const char *what = getenv("COHORT_TEST_DO");
+    if (rank == 0 && what && strcmp(what, "stop") == 0)
+        kill(pids[env_long("COHORT_TEST_VICTIM", -1)], SIGCONT);
+    free(pids);
+    return cohort_finalize(c) != 0;
+}
