@@ -14,10 +14,24 @@ void conn_init(struct conn *c, int fd)
     c->rank = c->node = UINT32_MAX;
 }
 
+/* Reads and drops what the peer sent that was never read, as far as it
+ * is there now (never waiting), at most 4 MiB: a socket
+ * closed with unread input makes the peer's kernel report a reset (TCP:
+ * RST; Unix: ECONNRESET), which can discard the frames last sent to the
+ * peer, such as the abort that says why the step failed. */
+static void drain(int fd)
+{
+    uint8_t scrap[65536];
+    for (int i = 0; i < 64 && recv(fd, scrap, sizeof scrap, MSG_DONTWAIT) > 0; i++) {
+    }
+}
+
 void conn_close(struct conn *c)
 {
-    if (c->fd >= 0)
+    if (c->fd >= 0) {
+        drain(c->fd);
         close(c->fd);
+    }
     session_clear(&c->sess);
     free(c->in);
     free(c->out);

@@ -203,6 +203,30 @@ int net_send(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t r
     return 0;
 }
 
+void net_linger(struct net *n, long long deadline)
+{
+    struct pollfd p[256];
+    size_t k = 0;
+    for (size_t i = 0; i < n->n_conns && k < 256; i++) {
+        struct net_conn *c = n->conns[i];
+        if (c->state == NET_READY && !c->closed && shutdown(c->c.fd, SHUT_WR) == 0)
+            p[k++] = (struct pollfd){.fd = c->c.fd, .events = POLLIN};
+    }
+    while (k) {
+        long long left = deadline - net_now_ms();
+        if (left <= 0 || poll(p, k, (int)left) <= 0)
+            return;
+        for (size_t i = 0; i < k;) {
+            uint8_t scrap[4096];
+            ssize_t got = p[i].revents ? recv(p[i].fd, scrap, sizeof scrap, MSG_DONTWAIT) : 1;
+            if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR))
+                p[i] = p[--k]; /* the peer has read all and closed */
+            else
+                i++;
+        }
+    }
+}
+
 void net_flush(struct net *n, long long deadline)
 {
     for (;;) {

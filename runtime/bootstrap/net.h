@@ -136,6 +136,12 @@ int net_send(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t r
              const void *payload, uint32_t len);
 /* Writes every ready connection's queue, until deadline at most. */
 void net_flush(struct net *n, long long deadline);
+/* After a failure this process has told its peers of: ends its side of
+ * every ready connection (shutdown) and waits until each peer has closed
+ * its own, or deadline (ms), reading and dropping what comes, so that no
+ * peer loses the last frames (the abort) to a reset at the close. At most
+ * 256 connections are waited for. */
+void net_linger(struct net *n, long long deadline);
 /* Closes c now; it is freed at the next net_poll. */
 void net_close(struct net *n, struct net_conn *c);
 

@@ -465,6 +465,8 @@ void tree_close(struct tree *t)
 {
     if (!t)
         return;
+    if (t->broken && t->net) /* the peers read why before the sockets close */
+        net_linger(t->net, tree_now_ms() + LINGER_MS);
     net_free(t->net);
     if (t->sock_path[0])
         unlink(t->sock_path);

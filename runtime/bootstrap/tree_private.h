@@ -15,6 +15,7 @@
 #define LEADER_GRACE_MS 500 /* leaders wait this long past the root's deadline */
 #define TASK_GRACE_MS 1000  /* tasks, this long */
 #define RELAY_MS 3000       /* a parent that fails while its children join tells them, this long */
+#define LINGER_MS 1000      /* after a failure, peers are given this long to read why and close */
 
 struct tree {
     struct tree_layout l;
