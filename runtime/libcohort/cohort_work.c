@@ -322,7 +322,8 @@ static int connect_coord(struct cohort_work *w, const struct cohort_self *self, 
         for (int i = 0; i < n; i++)
             if (ev[i].what & NET_EV_FAILED)
                 return cohort_internal_fail(w->c, net_dial_error(w->conn)->code,
-                                            "cohort: cohort_work_open: %s",
+                                            "cohort: cohort_work_open: cannot reach the work "
+                                            "coordinator rank 0 started (gone?): %s",
                                             net_dial_error(w->conn)->msg);
         if (n < 0)
             return cohort_internal_fail(w->c, e.code, "cohort: cohort_work_open: %s", e.msg);
