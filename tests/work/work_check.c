@@ -13,8 +13,9 @@
  * COHORT_TEST_JOURNAL: the queue's journal. COHORT_TEST_LEASE_TIMEOUT: its
  * lease_timeout_s. COHORT_TEST_OPTS=bad-items: this rank opens one item
  * more (ranks disagree); zero-items: every rank opens 0 items.
- * Victims (the rank COHORT_TEST_VICTIM, at its COHORT_TEST_AT-th lease,
- * 1 if unset, while it holds that lease):
+ * Victims (the rank COHORT_TEST_VICTIM, or every rank of the node
+ * COHORT_TEST_VICTIM_NODE, at its COHORT_TEST_AT-th lease, 1 if unset,
+ * while it holds that lease):
  *   COHORT_TEST_DO=kill   SIGKILL itself (before its close if the queue
  *                         ended before that lease);
  *   COHORT_TEST_DO=stop   SIGSTOP itself; rank 0 sends it SIGCONT once its
@@ -136,7 +137,9 @@ static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
     long us = env_long("COHORT_TEST_US", 0), leases = 0, done = 0, stale = 0, n = -1;
     if (env_long("COHORT_TEST_SLOW_RANK", -1) == rank)
         us *= 4;
-    bool is_victim = getenv("COHORT_TEST_DO") && env_long("COHORT_TEST_VICTIM", -1) == rank;
+    bool is_victim = getenv("COHORT_TEST_DO") &&
+                     (env_long("COHORT_TEST_VICTIM", -1) == rank ||
+                      env_long("COHORT_TEST_VICTIM_NODE", -1) == cohort_node_rank(c));
     uint64_t *ids = malloc(cap * sizeof *ids);
     while (ids && (n = cohort_work_lease(w, ids, cap)) > 0) {
         record("leased", ids, n);
