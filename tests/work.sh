@@ -128,6 +128,14 @@ ok $? "$coord_rounds rounds: the coordinator SIGKILLed at a random lease, every 
     grep -q '^makespan .* static split would take' "$tmp/out"
 ok $? "examples/work_queue on 8 tasks, one 4x slower: the shares add up to the 400 items ($(grep -m1 '^makespan' "$tmp/out"))"
 
+# --- what the coordinator says -------------------------------------------------
+run 4 2 COHORT_TEST_ITEMS=1000 COHORT_VERBOSE=1
+grep -q "^cohort: work 'q': 1000 items, 1000 committed, 0 set aside, 0 left; .* per rank (items@rate): 0:[0-9]*@" "$tmp/out"
+ok $? "COHORT_VERBOSE=1: the coordinator's last line names the items, what became of them and each rank's count and rate ($(grep -m1 "^cohort: work" "$tmp/out" | cut -c1-160))"
+run 4 2 COHORT_TEST_ITEMS=1000
+! grep -q "^cohort: work" "$tmp/out"
+ok $? "without it, a queue that ended well says nothing ($(grep -m1 "^cohort: work" "$tmp/out"))"
+
 # --- bad input -----------------------------------------------------------
 run 8 2 COHORT_TEST_OPTS=zero-items
 [ "$(grep -c "FAIL: cohort: cohort_work_open failed on rank 0: n_items is 0" "$tmp/out")" = 8 ]
@@ -135,6 +143,9 @@ ok $? "n_items 0: the same line on all 8 ranks ($(summary))"
 run 8 2 COHORT_TEST_OPTS=bad-items
 [ "$(grep -c "FAIL: cohort: cohort_work_open: rank 7 opens queue 'q' of 10001 items, rank 0 queue 'q' of 10000" "$tmp/out")" = 8 ]
 ok $? "one rank opens another n_items: the same line naming both on all 8 ranks ($(summary))"
+run 8 2 COHORT_TEST_OPTS=bad-name
+[ "$(grep -c "FAIL: cohort: cohort_work_open: rank 7 opens queue 'other' of 10000 items, rank 0 queue 'q' of 10000" "$tmp/out")" = 8 ]
+ok $? "one rank opens another queue name: the same line naming both on all 8 ranks ($(summary))"
 run 4 2 COHORT_TEST_ITEMS=500 COHORT_TEST_VICTIM=2 COHORT_TEST_DO=foreign
 why=$(exactly "$tmp/o" 500)
 [ $? = 0 ] && grep -q '^rank 2: foreign: -1 .*not held by this worker' "$tmp/out" &&
@@ -145,6 +156,13 @@ run 4 2 COHORT_TEST_ITEMS=500 COHORT_TEST_JOURNAL="$tmp/journal"
 run 4 2 COHORT_TEST_ITEMS=600 COHORT_TEST_JOURNAL="$tmp/journal"
 [ "$(grep -c "FAIL: .*journal.*500" "$tmp/out")" = 4 ]
 ok $? "a journal of another n_items: refused on all 4 ranks with one line ($(summary))"
+rm -f "$tmp/journal"
+run 4 2 COHORT_TEST_ITEMS=500 COHORT_TEST_CAP=8 COHORT_TEST_JOURNAL="$tmp/journal"
+# a byte in the first record changed: damage, not a torn tail (records follow)
+printf 'X' | dd of="$tmp/journal" bs=1 seek=170 conv=notrunc 2>/dev/null
+run 4 2 COHORT_TEST_ITEMS=500 COHORT_TEST_JOURNAL="$tmp/journal"
+[ "$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': journal .* is damaged at byte [0-9]" "$tmp/out")" = 4 ]
+ok $? "a damaged journal: refused on all 4 ranks with one line naming the offset ($(grep -m1 FAIL "$tmp/out" | cut -c1-200))"
 run 4 2 COHORT_TEST_ITEMS=500 COHORT_TEST_JOURNAL=/proc/cohort-no/journal
 [ "$(grep -c "FAIL: .*/proc/cohort-no/journal" "$tmp/out")" = 4 ]
 ok $? "an unwritable journal: refused on all 4 ranks naming it ($(summary))"

@@ -11,8 +11,9 @@
  * "rank R: ok N committed, S stale" or "rank R: FAIL: <cohort_error()>".
  *
  * COHORT_TEST_JOURNAL: the queue's journal. COHORT_TEST_LEASE_TIMEOUT: its
- * lease_timeout_s. COHORT_TEST_OPTS=bad-items: this rank opens one item
- * more (ranks disagree); zero-items: every rank opens 0 items.
+ * lease_timeout_s. COHORT_TEST_OPTS=bad-items: the last rank opens one
+ * item more (ranks disagree); bad-name: the last rank opens queue "other";
+ * zero-items: every rank opens 0 items.
  * Victims (the rank COHORT_TEST_VICTIM, or every rank of the node
  * COHORT_TEST_VICTIM_NODE, at its COHORT_TEST_AT-th lease, 1 if unset,
  * while it holds that lease):
@@ -208,6 +209,8 @@ int main(void)
                                  .lease_timeout_s = (int)env_long("COHORT_TEST_LEASE_TIMEOUT", 0)};
     struct cohort_work *w;
     const char *queue = getenv("COHORT_TEST_QUEUE");
+    if (opts && strcmp(opts, "bad-name") == 0 && rank == size - 1)
+        queue = "other";
     if (cohort_work_open(c, queue ? queue : "q", items, &o, &w) != 0)
         return fail(c);
     int rc = run(w, c, pids);
