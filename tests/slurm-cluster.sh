@@ -235,15 +235,17 @@ run "$tmp/boot-off" srun -N2 -n2 --cohort=off --export=ALL,COHORT_MUNGE_SOCKET=/
 ok $? "libcohort with neither the secret nor munge: one clear line per rank"
 
 # --- the work queue across the cluster's hosts: one host's workers die ----
+# (max_attempts 5: a lease lost with each of the 4 dying workers in turn
+# would otherwise be set aside, as it should, after its third loss)
 worker="$COHORT_BUILDDIR/tests/work/work_check"
 mkdir -p "$work/wq"
 run "$tmp/wq" srun -N3 --ntasks-per-node=4 --cohort=infer \
-    --export=ALL,COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord",COHORT_TEST_OUT="$work/wq",COHORT_TEST_ITEMS=6000,COHORT_TEST_CAP=8,COHORT_TEST_US=300,COHORT_TEST_VICTIM_NODE=2,COHORT_TEST_AT=3,COHORT_TEST_DO=kill \
+    --export=ALL,COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord",COHORT_TEST_OUT="$work/wq",COHORT_TEST_ITEMS=6000,COHORT_TEST_CAP=8,COHORT_TEST_US=300,COHORT_TEST_VICTIM_NODE=2,COHORT_TEST_AT=3,COHORT_TEST_DO=kill,COHORT_TEST_MAX_ATTEMPTS=5 \
     "$worker"
 cat "$work/wq"/committed.* 2>/dev/null | sort -n >"$tmp/wq.ids"
 [ "$(grep -c ': ok ' "$tmp/wq")" = 8 ] && [ -z "$(uniq -d "$tmp/wq.ids")" ] &&
     [ "$(uniq "$tmp/wq.ids" | wc -l)" = 6000 ] && ! grep -q '^rank \(8\|9\|10\|11\): ok' "$tmp/wq"
-ok $? "work queue on 3 hosts x 4 workers, the third host's 4 workers SIGKILLed mid-run: the other 8 commit all 6000 items, each once ($(grep -c ': ok ' "$tmp/wq") ok, $(uniq "$tmp/wq.ids" | wc -l) distinct, $(uniq -d "$tmp/wq.ids" | wc -l) twice$(grep -m1 FAIL "$tmp/wq" | sed 's/^/; /'))"
+ok $? "work queue on 3 hosts x 4 workers, the third host's 4 workers SIGKILLed mid-run: the other 8 commit all 6000 items, each once ($(grep -c ': ok ' "$tmp/wq") ok, $(uniq "$tmp/wq.ids" | wc -l) distinct, $(uniq -d "$tmp/wq.ids" | wc -l) twice$(grep -m1 FAIL "$tmp/wq" | sed 's/^/; /')$(grep -m1 '^cohort: work' "$tmp/wq.err" | cut -c1-200 | sed 's/^/; /'))"
 
 # --- srun --export: NONE and a list pass the tasks none of srun's
 # environment, yet the step's secret (and COHORT_MODE) must reach them -----

@@ -10,9 +10,10 @@
  * commit that returned COHORT_WORK_STALE, its ids but the stale ones). Prints
  * "rank R: ok N committed, S stale" or "rank R: FAIL: <cohort_error()>".
  *
- * COHORT_TEST_JOURNAL: the queue's journal. COHORT_TEST_LEASE_TIMEOUT: its
- * lease_timeout_s. COHORT_TEST_OPTS=bad-items: the last rank opens one
- * item more (ranks disagree); bad-name: the last rank opens queue "other";
+ * COHORT_TEST_JOURNAL: the queue's journal. COHORT_TEST_LEASE_TIMEOUT and
+ * COHORT_TEST_MAX_ATTEMPTS: its lease_timeout_s and max_attempts.
+ * COHORT_TEST_OPTS=bad-items: the last rank opens one item more (ranks
+ * disagree); bad-name: the last rank opens queue "other";
  * zero-items: every rank opens 0 items.
  * Victims (the rank COHORT_TEST_VICTIM, or every rank of the node
  * COHORT_TEST_VICTIM_NODE, at its COHORT_TEST_AT-th lease, 1 if unset,
@@ -206,7 +207,8 @@ int main(void)
         items = 0;
     struct cohort_work_opts o = {.size = sizeof o,
                                  .journal = getenv("COHORT_TEST_JOURNAL"),
-                                 .lease_timeout_s = (int)env_long("COHORT_TEST_LEASE_TIMEOUT", 0)};
+                                 .lease_timeout_s = (int)env_long("COHORT_TEST_LEASE_TIMEOUT", 0),
+                                 .max_attempts = (int)env_long("COHORT_TEST_MAX_ATTEMPTS", 0)};
     struct cohort_work *w;
     const char *queue = getenv("COHORT_TEST_QUEUE");
     if (opts && strcmp(opts, "bad-name") == 0 && rank == size - 1)
