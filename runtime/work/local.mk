@@ -39,3 +39,14 @@ runtime_tools_cohort_work_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 runtime_tools_cohort_work_LDADD = runtime/work/libcohort_work_journal.la \
 	runtime/planner/libcohort_planner_base.la $(JANSSON_LIBS)
 dist_man_MANS += docs/man/cohort-work.1
+
+## ---- The work queue's benchmarks (bench/work-bench.sh; numbers in
+## docs/performance.md, "Work queue"): the worker run by
+## tests/bootstrap/spawn (`make bench/work_bench`) and the Redis
+## reliable-queue client it is compared with (`make bench/redis_queue`,
+## needs hiredis). Built only on demand, never by `make` or `make check`.
+EXTRA_PROGRAMS += bench/work_bench bench/redis_queue
+bench_work_bench_LDADD = runtime/libcohort/libcohort.la
+bench_work_bench_LDFLAGS = -no-install
+bench_redis_queue_LDADD = -lhiredis
+EXTRA_DIST += bench/work-bench.sh
