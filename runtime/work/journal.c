@@ -109,6 +109,11 @@ static int file_open(struct journal *j, int *created, uint64_t *size, struct coh
                       strerror(errno));
     if (!S_ISREG(st.st_mode))
         return broken(j, err, COHORT_E_CONFIG, "journal %s is not a regular file", j->path);
+    if (st.st_uid != geteuid()) /* planted by another user, it could claim items done */
+        return broken(j, err, COHORT_E_AUTH,
+                      "journal %s belongs to uid %u, not to this user (uid %u): give a path "
+                      "only you can write",
+                      j->path, (unsigned)st.st_uid, (unsigned)geteuid());
     *size = (uint64_t)st.st_size;
     return 0;
 }

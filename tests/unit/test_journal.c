@@ -491,6 +491,27 @@ static int open_unwritable(const char *d, char *msg, size_t len)
     return !WIFEXITED(st) || WEXITSTATUS(st) == 3 ? -1 : WEXITSTATUS(st) == 1;
 }
 
+/* A journal another user made is refused: it could claim items done. */
+static void test_foreign_owner(void)
+{
+    struct cohort_err err = {.msg = ""};
+    struct journal *j;
+    if (geteuid() != 0) {
+        tap_skip("a journal of another user: needs root to give a file away");
+        return;
+    }
+    if (journal_open(at("foreign"), "u", 4, NULL, NULL, &j, &err) < 0 ||
+        (journal_close(j), chown(at("foreign"), 65534, 65534)) < 0) {
+        ok(0, "cannot make a journal of uid 65534: %s", err.msg);
+        return;
+    }
+    int rc = journal_open(at("foreign"), "u", 4, NULL, NULL, &j, &err);
+    ok(rc < 0 && strstr(err.msg, "belongs to uid 65534, not to this user"),
+       "a journal of uid 65534 is refused (%s)", err.msg);
+    if (rc == 0)
+        journal_close(j);
+}
+
 static void test_unwritable(void)
 {
     struct cohort_err err;
@@ -622,6 +643,7 @@ int main(void)
     test_bad_ids();
     test_lock();
     test_unwritable();
+    test_foreign_owner();
     test_write_failure();
     test_summary();
     test_spans();
