@@ -16,8 +16,8 @@
  *                         WB_ITEMS items (default 4) and writes "T ID..." to
  *                         $WB_OUT/victim; after a barrier it waits
  *                         until every other rank is blocked in
- *                         cohort_work_lease (in epoll_wait on that queue's
- *                         own epoll descriptor, read from /proc/PID/syscall),
+ *                         cohort_work_lease (in a wait on a descriptor that
+ *                         queue opened, read from /proc/PID/syscall),
  *                         writes the CLOCK_MONOTONIC time to $WB_OUT/kill
  *                         (a mapped page: no system call in between) and
  *                         raises SIGKILL. Each other rank appends "T ID..." to
@@ -50,7 +50,8 @@
 #include "cohort.h"
 #include "cohort_work.h"
 
-#define MAX_EPOLL_FDS 64
+#define MAX_FDS 256
+#define PEER_FDS 4
 #define VICTIM_WAIT_NS 30000000000LL /* the others must block in lease within 30 s */
 
 static int rank = -1, size;
@@ -196,8 +197,9 @@ static int mode_static(struct cohort *c)
     return cohort_finalize(c) != 0;
 }
 
-/* The epoll descriptors this process holds, into fds; their count. */
-static int epoll_fds(int *fds, int max)
+/* The descriptors this process holds that a queue's wait can block on
+ * (sockets and epoll descriptors), into fds; their count. */
+static int wait_fds(int *fds, int max)
 {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *e;
@@ -208,7 +210,8 @@ static int epoll_fds(int *fds, int max)
         ssize_t len = readlink(path, target, sizeof target - 1);
         if (len > 0) {
             target[len] = '\0';
-            if (strcmp(target, "anon_inode:[eventpoll]") == 0)
+            if (strcmp(target, "anon_inode:[eventpoll]") == 0 ||
+                strncmp(target, "socket:[", 8) == 0)
                 fds[n++] = atoi(e->d_name);
         }
     }
@@ -217,28 +220,31 @@ static int epoll_fds(int *fds, int max)
     return n;
 }
 
-/* The one epoll descriptor in after[] that is not in before[], or -1. */
-static int new_fd(const int *before, int nb, const int *after, int na)
+struct peer {
+    pid_t pid;
+    int nfd;
+    int fds[PEER_FDS]; /* what its queue opened: its socket, its epoll */
+};
+
+/* The descriptors in after[] that are not in before[], into p->fds. */
+static void new_fds(const int *before, int nb, const int *after, int na, struct peer *p)
 {
-    int found = -1;
+    p->nfd = 0;
     for (int i = 0; i < na; i++) {
         bool old = false;
         for (int j = 0; j < nb; j++)
             old |= after[i] == before[j];
-        if (!old) {
-            if (found >= 0)
-                return -1;
-            found = after[i];
-        }
+        if (!old && p->nfd < PEER_FDS)
+            p->fds[p->nfd++] = after[i];
     }
-    return found;
 }
 
-/* Whether process pid is blocked in epoll_wait on its descriptor epfd. */
-static bool blocked_on(pid_t pid, int epfd)
+/* Whether process p->pid is blocked in a wait (epoll_wait, a read) on one
+ * of its queue's descriptors. */
+static bool blocked_on(const struct peer *p)
 {
     char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
+    snprintf(path, sizeof path, "/proc/%d/syscall", (int)p->pid);
     FILE *f = fopen(path, "r");
     if (!f)
         return false;
@@ -246,23 +252,21 @@ static bool blocked_on(pid_t pid, int epfd)
     unsigned long arg0 = 0;
     bool ok = fgets(line, sizeof line, f) && sscanf(line, "%ld %lx", &nr, &arg0) == 2;
     fclose(f);
-    bool epoll = false;
+    bool wait = nr == SYS_recvfrom || nr == SYS_recvmsg || nr == SYS_read;
 #ifdef SYS_epoll_wait
-    epoll |= nr == SYS_epoll_wait;
+    wait |= nr == SYS_epoll_wait;
 #endif
 #ifdef SYS_epoll_pwait
-    epoll |= nr == SYS_epoll_pwait;
+    wait |= nr == SYS_epoll_pwait;
 #endif
 #ifdef SYS_epoll_pwait2
-    epoll |= nr == SYS_epoll_pwait2;
+    wait |= nr == SYS_epoll_pwait2;
 #endif
-    return ok && epoll && arg0 == (unsigned long)epfd;
+    bool mine = false;
+    for (int i = 0; i < p->nfd; i++)
+        mine |= arg0 == (unsigned long)p->fds[i];
+    return ok && wait && mine;
 }
-
-struct peer {
-    pid_t pid;
-    int epfd; /* its queue's epoll descriptor */
-};
 
 /* Appends "T ID..." to $WB_OUT/NAME. */
 static void record(const char *name, long long t, const uint64_t *ids, long n)
@@ -307,7 +311,7 @@ static int victim(struct cohort *c, struct cohort_work *w, const struct peer *pe
         return fail(c, NULL);
     long long end = now_ns() + VICTIM_WAIT_NS;
     for (int r = 0; r < size; r++)
-        while (r != rank && !blocked_on(peers[r].pid, peers[r].epfd))
+        while (r != rank && !blocked_on(&peers[r]))
             if (now_ns() > end)
                 return fail(c, "the others did not block in cohort_work_lease "
                                "(is /proc/PID/syscall readable?)");
@@ -343,15 +347,17 @@ static int survivor(struct cohort *c, struct cohort_work *w)
     return 0;
 }
 
-/* Every rank's pid and queue epoll descriptor, into peers: 0 or -1. */
+/* Every rank's pid and the descriptors its queue opened, into peers: 0
+ * or -1. */
 static int gather_peers(struct cohort *c, const int *before, int nb, struct peer *peers)
 {
-    int after[MAX_EPOLL_FDS];
-    struct peer me = {getpid(), new_fd(before, nb, after, epoll_fds(after, MAX_EPOLL_FDS))};
+    int after[MAX_FDS];
+    struct peer me = {.pid = getpid()};
+    new_fds(before, nb, after, wait_fds(after, MAX_FDS), &me);
     if (cohort_allgather(c, &me, sizeof me, peers) != 0)
         return -1;
     for (int r = 0; r < size; r++)
-        if (peers[r].epfd < 0)
+        if (peers[r].nfd == 0)
             return -1;
     return 0;
 }
@@ -360,12 +366,12 @@ static int mode_recovery(struct cohort *c)
 {
     uint64_t items = (uint64_t)env_ll("WB_ITEMS", 4);
     int victim_rank = (int)env_ll("WB_VICTIM", size - 1);
-    int before[MAX_EPOLL_FDS];
+    int before[MAX_FDS];
     struct cohort_work_opts o = {.size = sizeof o};
     struct cohort_work *w;
     if (!getenv("WB_OUT"))
         return fail(c, "WB_OUT is not set");
-    int nb = epoll_fds(before, MAX_EPOLL_FDS);
+    int nb = wait_fds(before, MAX_FDS);
     if (cohort_work_open(c, "recovery", items, &o, &w) != 0)
         return fail(c, NULL);
     struct peer *peers = malloc(sizeof *peers * (size_t)size);

@@ -4,7 +4,8 @@
 # every item committed exactly once; workers SIGKILLed at random leases
 # (rank 0 too) over many rounds; a SIGSTOPped worker's items finished
 # elsewhere and its late commit refused; the coordinator SIGKILLed and the
-# step rerun over the journal, over many rounds; bad input, one line on
+# step rerun over the journal, over many rounds; a SIGSTOPped coordinator
+# given up at the deadline; bad input, one line on
 # every rank. WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default
 # 50) set the rounds. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
@@ -121,6 +122,15 @@ if s["committed"] != 3000 or s["remaining"] != 0:
 done
 [ $bad = 0 ]
 ok $? "$coord_rounds rounds: the coordinator SIGKILLed at a random lease, every rank not yet done fails naming it, the rerun over the journal leases nothing committed before and finishes, every item committed once across both (${first:-all rounds right})"
+
+# --- a coordinator that stops answering -------------------------------------
+run 4 2 COHORT_TEST_ITEMS=1000 COHORT_TEST_CAP=8 COHORT_TIMEOUT=3 COHORT_TEST_VICTIM=1 \
+    COHORT_TEST_DO=stop-coord
+pid=$(sed -n 's/^rank 1: stopping the coordinator (pid \([1-9][0-9]*\))$/\1/p' "$tmp/out")
+[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+[ -n "$pid" ] &&
+    [ "$(grep -c "FAIL: cohort: cohort_work_.*: the work coordinator of queue 'q' (.*) did not answer within 3 s" "$tmp/out")" = 4 ]
+ok $? "the coordinator SIGSTOPped: every rank's next call fails at its deadline with one line naming it ($(summary))"
 
 # --- the example -----------------------------------------------------------
 "$spawn" 8 2 -- "$COHORT_BUILDDIR/examples/work_queue" 400 1 >"$tmp/out" 2>&1

@@ -2,9 +2,11 @@
 #include "conn.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 void conn_init(struct conn *c, int fd)
@@ -73,7 +75,7 @@ int conn_flush(struct conn *c)
 {
     size_t done = 0;
     while (done < c->out_len) {
-        ssize_t n = send(c->fd, c->out + done, c->out_len - done, MSG_NOSIGNAL);
+        ssize_t n = send(c->fd, c->out + done, c->out_len - done, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
             done += (size_t)n;
             continue;
@@ -103,9 +105,12 @@ int conn_fill(struct conn *c, uint32_t max_payload)
             return 0;
         if (reserve(&c->in, &c->in_cap, c->in_len + (frame < 65536 ? frame : 65536)) < 0)
             return -1;
-        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+        size_t room = c->in_cap - c->in_len;
+        ssize_t n = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
         if (n > 0) {
             c->in_len += (size_t)n;
+            if ((size_t)n < room)
+                return 0; /* all there was: the next poll reports more */
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -114,6 +119,39 @@ int conn_fill(struct conn *c, uint32_t max_payload)
             return 0;
         return -1; /* 0: closed by the peer */
     }
+}
+
+/* The socket's reads block for at most ms (SO_RCVTIMEO); every other
+ * read and write passes MSG_DONTWAIT. */
+static int wait_mode(struct conn *c, int ms)
+{
+    if (c->wait_ms == ms)
+        return 0;
+    int fl = fcntl(c->fd, F_GETFL);
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    if (fl < 0 || (c->wait_ms == 0 && fcntl(c->fd, F_SETFL, fl & ~O_NONBLOCK) < 0) ||
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
+        return -1;
+    c->wait_ms = ms;
+    return 0;
+}
+
+int conn_wait_fill(struct conn *c, uint32_t max_payload, int timeout_ms)
+{
+    size_t frame = (size_t)max_payload + WIRE_HEADER_LEN + SESSION_MAC_LEN;
+    if (conn_full(c, max_payload))
+        return 1;
+    if (reserve(&c->in, &c->in_cap, c->in_len + (frame < 65536 ? frame : 65536)) < 0 ||
+        wait_mode(c, timeout_ms > 0 ? timeout_ms : 1) < 0)
+        return -1;
+    ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+    if (n > 0) {
+        c->in_len += (size_t)n;
+        return 1;
+    }
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    return -1; /* 0: closed by the peer */
 }
 
 int conn_next(struct conn *c, uint32_t max_payload, struct wire_frame *f,

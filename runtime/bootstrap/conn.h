@@ -22,6 +22,7 @@ struct conn {
     size_t in_len, in_cap;
     uint8_t *out;
     size_t out_len, out_cap;
+    int wait_ms;            /* 0: non-blocking; else conn_wait_fill's timeout */
 };
 
 void conn_init(struct conn *c, int fd);
@@ -34,9 +35,19 @@ int conn_queue(struct conn *c, enum wire_type type, uint16_t flags, uint32_t ran
 /* Writes what the socket takes now. Returns 0, or -1 when the peer is gone. */
 int conn_flush(struct conn *c);
 
-/* Reads what has arrived. Returns 0, or -1 when the peer closed or failed
- * (the bytes read before stay decodable). */
+/* Reads what has arrived, up to a read that did not fill the room it was
+ * given (readiness is level-triggered everywhere: the next poll reports
+ * what comes later, a close included). Returns 0, or -1 when the peer
+ * closed or failed (the bytes read before stay decodable). */
 int conn_fill(struct conn *c, uint32_t max_payload);
+
+/* Waits at most timeout_ms for input and reads what came (one read):
+ * 1 read something (or the input is full), 0 nothing came, -1 the peer
+ * closed or failed, or the socket could not be switched. The first call
+ * makes the socket's reads blocking, with a timeout (every other read and
+ * write passes MSG_DONTWAIT and stays non-blocking): one read instead of
+ * a poll and a read, for a connection whose owner waits on it alone. */
+int conn_wait_fill(struct conn *c, uint32_t max_payload, int timeout_ms);
 
 /* Whether the input holds as much as conn_fill will take. */
 bool conn_full(const struct conn *c, uint32_t max_payload);

@@ -160,6 +160,14 @@ bool net_read(const struct net *n, struct net_conn *c)
     return conn_fill(&c->c, c->c.ready ? n->ops.max_payload : NET_UNAUTH_MAX) == 0;
 }
 
+bool net_wait_read(struct net *n, struct net_conn *c, int timeout_ms)
+{
+    if (c->state != NET_READY || c->closed ||
+        conn_wait_fill(&c->c, n->ops.max_payload, timeout_ms) < 0)
+        c->closed = true;
+    return !c->closed;
+}
+
 void net_close(struct net *n, struct net_conn *c)
 {
     (void)n;

@@ -130,6 +130,13 @@ const struct cohort_err *net_dial_error(const struct net_conn *c);
  * of events (*evs valid until the next call), or -1 with err. */
 int net_poll(struct net *n, int timeout_ms, struct net_event **evs, struct cohort_err *err);
 
+/* For a ready connection its owner waits on alone, with nothing left to
+ * write (a client of one server): waits at most timeout_ms for input and
+ * reads it, in one blocking read instead of net_poll's wait and read
+ * (conn_wait_fill). False when the peer closed or failed: c->closed is
+ * set, as net_poll sets it. */
+bool net_wait_read(struct net *n, struct net_conn *c, int timeout_ms);
+
 /* Queues a frame (sealed) and writes what the socket takes; -1 when out
  * of memory (a dead peer shows as NET_EV_CLOSED). */
 int net_send(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t rank,

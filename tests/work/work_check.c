@@ -27,6 +27,10 @@
  *   COHORT_TEST_DO=kill-coord  SIGKILL the coordinator (rank 0's child
  *                         cohort-work-coord), then go on: every rank's next
  *                         call fails;
+ *   COHORT_TEST_DO=stop-coord  SIGSTOP the coordinator ("rank R: stopping
+ *                         the coordinator (pid P)"; the test kills it after),
+ *                         then go on: every rank's next call fails at its
+ *                         deadline (COHORT_TIMEOUT);
  *   COHORT_TEST_DO=foreign commit an id it does not hold ("rank R: foreign:
  *                         <cohort_error()>"), then go on. */
 #include <dirent.h>
@@ -109,12 +113,14 @@ static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, u
     const char *what = getenv("COHORT_TEST_DO");
     if (strcmp(what, "kill") == 0)
         raise(SIGKILL);
-    if (strcmp(what, "kill-coord") == 0) {
+    if (strcmp(what, "kill-coord") == 0 || strcmp(what, "stop-coord") == 0) {
+        bool stop = what[0] == 's';
         pid_t p = coordinator_of(pids[0]);
-        printf("rank %d: killing the coordinator (pid %d)\n", rank, (int)p);
+        printf("rank %d: %s the coordinator (pid %d)\n", rank, stop ? "stopping" : "killing",
+               (int)p);
         fflush(stdout);
         if (p > 0)
-            kill(p, SIGKILL);
+            kill(p, stop ? SIGSTOP : SIGKILL);
     }
     if (strcmp(what, "foreign") == 0) {
         uint64_t items = (uint64_t)env_long("COHORT_TEST_ITEMS", 10000);
