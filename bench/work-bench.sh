@@ -16,7 +16,10 @@
 #               TCP and over the Unix socket (no Redis rows without
 #               REDIS_SERVER; bench/redis_queue needs hiredis). Each rep runs
 #               every kind once, in turn; the last column is each rep's
-#               ratio to that rep's Redis TCP run. Items per run:
+#               ratio to that rep's Redis TCP run, and the CPU time the
+#               whole machine spent per item during the run (all CPUs'
+#               busy ticks in /proc/stat, the Redis server's included;
+#               cohort's step start and end included). Items per run:
 #               ITEMS_CAP<cap> and ITEMS_REDIS, else calibrated by two
 #               untimed runs each so that a run lasts about RUN_S (2.5) s.
 #   makespan    workers of speeds 1:2:4 and 1:1:1:0.25 (SPEEDS, "1,2,4
@@ -108,6 +111,9 @@ median() {
 med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # commas TEXT: every whole number of TEXT with thousands separators.
 commas() { echo "$1" | sed -e ':a' -e 's/\B[0-9]\{3\}\>/,&/' -e 'ta'; }
+# busy: clock ticks every CPU of the machine has spent busy so far
+# (/proc/stat: user, nice, system, irq, softirq).
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 # elapsed FILE: the run's seconds, from its "elapsed_ns T items N" line.
 elapsed() { awk '/^elapsed_ns / { printf "%.6f", $2 / 1e9 }' "$1"; }
 # rate FILE: items/s of the run, or nothing.
@@ -202,21 +208,27 @@ throughput() {
     quiet
     for r in $(seq "$reps"); do
         for kind in $kinds; do
+            local c0 c1
+            c0=$(busy)
             one_run "$kind" "$out/tp.$kind.$r" "${items[$kind]}"
+            c1=$(busy)
+            awk -v c="$((c1 - c0))" -v n="${items[$kind]}" -v hz="$(getconf CLK_TCK)" \
+                'BEGIN { printf "%.4g\n", c / hz * 1e6 / n }' >"$out/cpu.$kind.$r"
             echo "throughput $kind run $r: $(rate "$out/tp.$kind.$r") items/s" >&2
         done
     done
     redis_stop
-    echo "| queue | items a run | s a run | items/s, median (range) | runs right | / Redis (TCP) of the same rep, median (range) |"
-    echo "|---|---|---|---|---|---|"
+    echo "| queue | items a run | s a run | items/s, median (range) | runs right | / Redis (TCP) of the same rep, median (range) | machine CPU per item (us), median (range) |"
+    echo "|---|---|---|---|---|---|---|"
     for kind in $kinds; do
-        local vals=() secs=() ratios=() ok=0 m v ratio
+        local vals=() secs=() ratios=() cpus=() ok=0 m v ratio
         for r in $(seq "$reps"); do
             v=$(rate "$out/tp.$kind.$r")
             grep -q '^failed' "$out/tp.$kind.$r" && v=""
             [ -n "$v" ] || continue
             vals+=("$v")
             secs+=("$(elapsed "$out/tp.$kind.$r")")
+            cpus+=("$(cat "$out/cpu.$kind.$r")")
             ok=$((ok + 1))
             ratio=$(awk -v a="$v" -v b="$(rate "$out/tp.tcp.$r")" 'BEGIN { if (b > 0) printf "%.4f", a / b }')
             [ -z "$ratio" ] || ratios+=("$ratio")
@@ -227,7 +239,7 @@ throughput() {
         else
             ratio=$(FMT=%.2f median "${ratios[@]}")
         fi
-        echo "| $(label "$kind") | $(commas "${items[$kind]}") | $(FMT=%.1f median "${secs[@]}") | $m | $ok of $reps | $ratio |"
+        echo "| $(label "$kind") | $(commas "${items[$kind]}") | $(FMT=%.1f median "${secs[@]}") | $m | $ok of $reps | $ratio | $(FMT=%.3g median "${cpus[@]}") |"
     done
     echo
     echo "$workers workers on $nodes simulated nodes${redis_kinds:+, $workers Redis clients}; $(nproc) CPUs. $(loads)"
