@@ -74,6 +74,12 @@ check_PROGRAMS += tests/unit/test_sched
 TESTS += tests/unit/test_sched
 tests_unit_test_sched_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
+# The placement of streams on workers, on a simulated clock.
+check_PROGRAMS += tests/unit/test_place tests/unit/test_place_model
+TESTS += tests/unit/test_place tests/unit/test_place_model
+tests_unit_test_place_LDADD = runtime/streams/libcohort_place.la $(UNIT_LDADD)
+tests_unit_test_place_model_LDADD = runtime/streams/libcohort_place.la $(UNIT_LDADD)
+
 # libcohort's bootstrap with many processes on this machine.
 check_PROGRAMS += tests/bootstrap/spawn tests/bootstrap/boot_check tests/bootstrap/attack
 TESTS += tests/bootstrap.sh

@@ -1,0 +1,375 @@
+/* place.c - the stream placement (place.h): the set, its streams by key,
+ * their ownership and epochs, the actions, and the calls for streams
+ * (add, remove, release, report). Workers coming and going, leases and
+ * bounds are in place_move.c; the ring in place_ring.c. */
+#include "place_private.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EMPTY UINT32_MAX
+
+int place_new(uint32_t nw, const struct place_opts *opts, struct place **out,
+              struct cohort_err *err)
+{
+    struct place_opts o = opts ? *opts : (struct place_opts){0};
+    *out = NULL;
+    if (nw == 0 || nw > PLACE_MAX_WORKERS) {
+        cohort_fail(err, "%u workers: give 1 to %u", nw, PLACE_MAX_WORKERS);
+        return PLACE_EINVAL;
+    }
+    if (!(o.epsilon >= 0) || o.epsilon > 100 || o.lease_ms < 0 || o.shed_after_ms < 0 ||
+        o.vnodes > 10000) {
+        cohort_fail(err, "epsilon %g, vnodes %u, lease %lld ms, shed after %lld ms: give an "
+                         "epsilon in (0, 100], at most 10000 vnodes and no negative time "
+                         "(0: the defaults)",
+                    o.epsilon, o.vnodes, (long long)o.lease_ms, (long long)o.shed_after_ms);
+        return PLACE_EINVAL;
+    }
+    o.epsilon = o.epsilon > 0 ? o.epsilon : PLACE_DEFAULT_EPSILON;
+    o.vnodes = o.vnodes ? o.vnodes : PLACE_DEFAULT_VNODES;
+    o.lease_ms = o.lease_ms ? o.lease_ms : PLACE_DEFAULT_LEASE_MS;
+    o.shed_after_ms = o.shed_after_ms ? o.shed_after_ms : PLACE_DEFAULT_SHED_AFTER_MS;
+    struct place *p = calloc(1, sizeof *p);
+    if (!p || !(p->w = calloc(nw, sizeof *p->w))) {
+        free(p);
+        cohort_fail(err, "out of memory");
+        return PLACE_ENOMEM;
+    }
+    p->o = o;
+    p->nw = nw;
+    *out = p;
+    return PLACE_OK;
+}
+
+void place_free(struct place *p)
+{
+    if (!p)
+        return;
+    free(p->w);
+    free(p->s);
+    free(p->table);
+    free(p->ring);
+    free(p->acts);
+    free(p);
+}
+
+/* ---- streams by key ---------------------------------------------------- */
+
+/* The table slot of key, or of the empty slot where it would go. */
+static size_t slot(const struct place *p, const char *key, uint64_t hash)
+{
+    size_t m = p->tcap - 1, i = (size_t)hash & m;
+    while (p->table[i] != EMPTY && strcmp(p->s[p->table[i]].key, key) != 0)
+        i = (i + 1) & m;
+    return i;
+}
+
+struct stream *place_find(const struct place *p, const char *key)
+{
+    if (!p->tcap)
+        return NULL;
+    uint32_t i = p->table[slot(p, key, place_hash(key))];
+    return i == EMPTY ? NULL : &p->s[i];
+}
+
+/* Room for one more stream: the array and a table at most half full. */
+static int grow(struct place *p)
+{
+    if (p->ns == p->caps) {
+        size_t cap = p->caps ? 2 * p->caps : 64;
+        struct stream *s = realloc(p->s, cap * sizeof *s);
+        if (!s)
+            return -1;
+        p->s = s;
+        p->caps = cap;
+    }
+    if (2 * (p->ns + 1) <= p->tcap)
+        return 0;
+    size_t tcap = p->tcap ? 2 * p->tcap : 128;
+    uint32_t *t = malloc(tcap * sizeof *t);
+    if (!t)
+        return -1;
+    free(p->table);
+    p->table = t;
+    p->tcap = tcap;
+    memset(t, 0xff, tcap * sizeof *t);
+    for (size_t i = 0; i < p->ns; i++)
+        t[slot(p, p->s[i].key, p->s[i].hash)] = (uint32_t)i;
+    return 0;
+}
+
+/* Takes slot i out of the table, moving later entries of its run back. */
+static void unslot(struct place *p, size_t i)
+{
+    size_t m = p->tcap - 1;
+    p->table[i] = EMPTY;
+    for (size_t j = (i + 1) & m; p->table[j] != EMPTY; j = (j + 1) & m) {
+        uint32_t e = p->table[j];
+        p->table[j] = EMPTY;
+        p->table[slot(p, p->s[e].key, p->s[e].hash)] = e;
+    }
+}
+
+void place_forget(struct place *p, struct stream *s)
+{
+    size_t i = (size_t)(s - p->s), last = p->ns - 1;
+    unslot(p, slot(p, s->key, s->hash));
+    if (i != last) {
+        p->table[slot(p, p->s[last].key, p->s[last].hash)] = (uint32_t)i;
+        p->s[i] = p->s[last];
+    }
+    p->ns--;
+}
+
+/* ---- ownership --------------------------------------------------------- */
+
+int32_t place_counted(const struct stream *s)
+{
+    if (s->removed)
+        return -1;
+    return s->state == ST_OWNED ? s->owner : s->state == ST_MOVING ? s->target : -1;
+}
+
+/* Moves s's cost from where it counted to where it counts now. */
+static void recount(struct place *p, const struct stream *s, int32_t before)
+{
+    int32_t after = place_counted(s);
+    if (before >= 0)
+        p->w[before].load -= s->cost;
+    if (after >= 0)
+        p->w[after].load += s->cost;
+}
+
+int place_act(struct place *p, enum place_act_type t, uint32_t w, uint64_t epoch,
+              const char *key)
+{
+    if (p->nacts == p->capacts) {
+        size_t cap = p->capacts ? 2 * p->capacts : 64;
+        struct place_act *a = realloc(p->acts, cap * sizeof *a);
+        if (!a)
+            return -1;
+        p->acts = a;
+        p->capacts = cap;
+    }
+    struct place_act *a = &p->acts[p->nacts++];
+    a->type = t;
+    a->worker = w;
+    a->epoch = epoch;
+    strcpy(a->key, key);
+    return 0;
+}
+
+int place_assign(struct place *p, struct stream *s, uint32_t w)
+{
+    int32_t before = place_counted(s);
+    if (s->epoch)
+        p->moves++;
+    s->state = ST_OWNED;
+    s->owner = (int32_t)w;
+    s->target = -1;
+    s->epoch = ++p->epoch;
+    s->load = -1;
+    recount(p, s, before);
+    return place_act(p, PLACE_ASSIGN, w, s->epoch, s->key);
+}
+
+int place_revoke(struct place *p, struct stream *s, int32_t target)
+{
+    int32_t before = place_counted(s);
+    s->state = ST_MOVING;
+    s->target = target;
+    recount(p, s, before);
+    return place_act(p, PLACE_REVOKE, (uint32_t)s->owner, s->epoch, s->key);
+}
+
+int place_handoff(struct place *p, struct stream *s, int32_t exclude)
+{
+    if (s->removed) {
+        place_forget(p, s);
+        return 0;
+    }
+    int32_t to = s->state == ST_MOVING ? s->target : -1;
+    if (to < 0 || !p->w[to].alive || to == exclude) {
+        int32_t before = place_counted(s);
+        s->state = ST_UNPLACED; /* counted nowhere while it is chosen for */
+        s->target = -1;
+        recount(p, s, before);
+        to = place_choose(p, s, exclude, true);
+    }
+    return to < 0 ? 0 : place_assign(p, s, (uint32_t)to);
+}
+
+/* ---- the calls for streams --------------------------------------------- */
+
+static int bad_key(const char *key, struct cohort_err *err)
+{
+    size_t n = key ? strnlen(key, PLACE_KEY_MAX + 1) : 0;
+    if (n == 0 || n > PLACE_KEY_MAX) {
+        cohort_fail(err, "a stream key %s: give 1 to %d bytes",
+                    !key ? "that is NULL" : n == 0 ? "that is empty" : "over 255 bytes",
+                    PLACE_KEY_MAX);
+        return PLACE_EINVAL;
+    }
+    return 0;
+}
+
+int place_add(struct place *p, const char *key, double cost, struct cohort_err *err)
+{
+    if (bad_key(key, err))
+        return PLACE_EINVAL;
+    if (!(cost > 0) || !isfinite(cost) || cost > 1e12) {
+        cohort_fail(err, "stream '%s': cost %g: give a number above 0 (at most 1e12)", key, cost);
+        return PLACE_EINVAL;
+    }
+    struct stream *s = place_find(p, key);
+    if (s && !s->removed)
+        return PLACE_NOOP;
+    if (s) { /* removed while moving, added again: it goes on */
+        int32_t before = place_counted(s);
+        s->removed = false;
+        p->total_cost += s->cost;
+        recount(p, s, before);
+        return PLACE_OK;
+    }
+    if (grow(p) < 0) {
+        cohort_fail(err, "out of memory");
+        return PLACE_ENOMEM;
+    }
+    s = &p->s[p->ns];
+    memset(s, 0, sizeof *s);
+    strcpy(s->key, key);
+    s->hash = place_hash(key);
+    s->cost = cost;
+    s->load = -1;
+    s->owner = s->target = -1;
+    s->state = ST_UNPLACED;
+    p->table[slot(p, key, s->hash)] = (uint32_t)p->ns++;
+    p->total_cost += cost;
+    int32_t to = place_choose(p, s, -1, true);
+    if ((to >= 0 && place_assign(p, s, (uint32_t)to) < 0) || place_settle(p) < 0) {
+        cohort_fail(err, "out of memory");
+        return PLACE_ENOMEM;
+    }
+    return PLACE_OK;
+}
+
+int place_remove(struct place *p, const char *key, struct cohort_err *err)
+{
+    if (bad_key(key, err))
+        return PLACE_EINVAL;
+    struct stream *s = place_find(p, key);
+    if (!s || s->removed)
+        return PLACE_NOOP;
+    int32_t before = place_counted(s);
+    s->removed = true;
+    p->total_cost -= s->cost;
+    recount(p, s, before);
+    if (s->state == ST_UNPLACED) {
+        place_forget(p, s);
+        return PLACE_OK;
+    }
+    if ((s->state == ST_OWNED && place_revoke(p, s, -1) < 0) || place_settle(p) < 0) {
+        cohort_fail(err, "out of memory");
+        return PLACE_ENOMEM;
+    }
+    return PLACE_OK;
+}
+
+/* The stream key that worker w holds at epoch, or NULL with err (or
+ * *noop for an old epoch). */
+static struct stream *held(struct place *p, uint32_t w, const char *key, uint64_t epoch,
+                           bool *noop, struct cohort_err *err)
+{
+    *noop = false;
+    if (bad_key(key, err))
+        return NULL;
+    struct stream *s = w < p->nw ? place_find(p, key) : NULL;
+    if ((s && (epoch < s->epoch || (epoch == s->epoch && s->state == ST_UNPLACED))) ||
+        (!s && epoch && epoch <= p->epoch)) {
+        *noop = true; /* a late owner: given on since, or forgotten */
+        return NULL;
+    }
+    if (!s || s->owner != (int32_t)w || s->epoch != epoch || s->state == ST_UNPLACED) {
+        cohort_fail(err, "stream '%s' at epoch %llu is not owned by worker %u (%s)", key,
+                    (unsigned long long)epoch, w,
+                    !s ? "no such stream" : epoch > s->epoch ? "no such epoch yet"
+                                                             : "another worker owns it");
+        return NULL;
+    }
+    return s;
+}
+
+int place_release(struct place *p, uint32_t w, const char *key, uint64_t epoch,
+                  struct cohort_err *err)
+{
+    bool noop;
+    struct stream *s = held(p, w, key, epoch, &noop, err);
+    if (!s)
+        return noop ? PLACE_NOOP : PLACE_EINVAL;
+    int rc = place_handoff(p, s, (int32_t)w);
+    if (rc == 0)
+        rc = place_settle(p);
+    if (rc < 0) {
+        cohort_fail(err, "out of memory");
+        return PLACE_ENOMEM;
+    }
+    return PLACE_OK;
+}
+
+int place_report(struct place *p, uint32_t w, const char *key, double load, int64_t now,
+                 struct cohort_err *err)
+{
+    (void)now;
+    if (bad_key(key, err))
+        return PLACE_EINVAL;
+    struct stream *s = place_find(p, key);
+    if (!(load >= 0) || !isfinite(load)) {
+        cohort_fail(err, "stream '%s': load %g: give a number of 0 or more", key, load);
+        return PLACE_EINVAL;
+    }
+    if (!s || s->owner != (int32_t)w || s->state != ST_OWNED)
+        return PLACE_NOOP; /* moved meanwhile: a report of its last owner, dropped */
+    s->load = load;
+    return PLACE_OK;
+}
+
+size_t place_actions(struct place *p, const struct place_act **acts)
+{
+    *acts = p->acts;
+    size_t n = p->nacts;
+    p->nacts = 0;
+    return n;
+}
+
+void place_status(const struct place *p, struct place_status *st)
+{
+    *st = (struct place_status){.workers = p->live, .total_cost = p->total_cost,
+                                .total_cap = p->total_cap, .moves = p->moves};
+    for (size_t i = 0; i < p->ns; i++) {
+        st->streams += !p->s[i].removed;
+        st->moving += p->s[i].state == ST_MOVING;
+        st->unplaced += p->s[i].state == ST_UNPLACED;
+    }
+}
+
+double place_load(const struct place *p, uint32_t w)
+{
+    return w < p->nw ? p->w[w].load : 0;
+}
+
+double place_bound(const struct place *p, uint32_t w)
+{
+    return w < p->nw ? place_bound_of(p, w, p->total_cost) : 0;
+}
+
+bool place_owner(const struct place *p, const char *key, uint32_t *w, uint64_t *epoch)
+{
+    const struct stream *s = key ? place_find(p, key) : NULL;
+    if (!s || s->state == ST_UNPLACED)
+        return false;
+    *w = (uint32_t)s->owner;
+    *epoch = s->epoch;
+    return true;
+}

@@ -1,0 +1,311 @@
+/* place_move.c - the stream placement's workers (place.h): joining, dying,
+ * leases running out and coming back, the bound kept after every change,
+ * and shedding by reported load. */
+#include "place_private.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static int nomem(struct cohort_err *err)
+{
+    cohort_fail(err, "out of memory");
+    return PLACE_ENOMEM;
+}
+
+static int bad_worker(const struct place *p, uint32_t w, struct cohort_err *err)
+{
+    if (w < p->nw)
+        return 0;
+    cohort_fail(err, "worker %u: the set has workers 0..%u", w, p->nw - 1);
+    return PLACE_EINVAL;
+}
+
+/* ---- the bound, after every change -------------------------------------- */
+
+struct cand {
+    size_t i;
+    double key;             /* larger goes first */
+};
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    return x->key > y->key ? -1 : x->key < y->key;
+}
+
+/* The streams counted on w, the best to move first: those only on their
+ * way to w (no move undone), then its own, costliest first (or most
+ * loaded, by_load), those w is not the first choice of before the others.
+ * Their count, or -1. */
+static long candidates(struct place *p, uint32_t w, bool by_load, struct cand **out)
+{
+    struct cand *c = malloc((p->ns ? p->ns : 1) * sizeof *c);
+    long n = 0;
+    if (!c)
+        return -1;
+    for (size_t i = 0; i < p->ns; i++) {
+        const struct stream *s = &p->s[i];
+        if (place_counted(s) != (int32_t)w || (by_load && (s->state != ST_OWNED || s->load < 0)))
+            continue;
+        double k = by_load ? s->load : s->cost;
+        if (s->state == ST_MOVING)
+            k = INFINITY;
+        else if (place_first(p, s->hash) != (int32_t)w)
+            k += 1e-9 * (k > 0 ? k : 1); /* among equals, the ones that overflowed to w */
+        c[n++] = (struct cand){i, k};
+    }
+    qsort(c, (size_t)n, sizeof *c, cand_cmp);
+    *out = c;
+    return n;
+}
+
+/* Moves candidate s off w to another worker with room for it; *moved
+ * false when none has. A stream alone on w stays: any worker may hold one
+ * stream, however costly. */
+static int move_off(struct place *p, struct stream *s, uint32_t w, bool *moved)
+{
+    if (p->w[w].load - s->cost <= 1e-9 * s->cost) { /* alone there: it may stay */
+        *moved = true; /* (not a reason to stop looking) */
+        return 0;
+    }
+    int32_t to = place_choose(p, s, (int32_t)w, false);
+    *moved = to >= 0;
+    if (!*moved)
+        return 0;
+    if (s->state == ST_MOVING) { /* not there yet: it goes elsewhere instead */
+        p->w[w].load -= s->cost;
+        p->w[to].load += s->cost;
+        s->target = to;
+        return 0;
+    }
+    return place_revoke(p, s, to);
+}
+
+int place_settle(struct place *p)
+{
+    for (uint32_t w = 0; w < p->nw; w++) {
+        double bound = place_bound_of(p, w, p->total_cost);
+        if (!p->w[w].alive || p->w[w].load <= bound * (1 + 1e-12))
+            continue;
+        struct cand *c;
+        long n = candidates(p, w, false, &c);
+        if (n < 0)
+            return -1;
+        bool moved = true;
+        for (long k = 0; k < n && moved && p->w[w].load > bound * (1 + 1e-12); k++)
+            if (move_off(p, &p->s[c[k].i], w, &moved) < 0) {
+                free(c);
+                return -1;
+            }
+        free(c);
+    }
+    return 0;
+}
+
+/* ---- joining ------------------------------------------------------------ */
+
+/* The streams that now have w first, from other workers, up to w's fair
+ * share; then every stream without a worker. */
+static int pull(struct place *p, uint32_t w)
+{
+    double fair = p->w[w].cap / p->total_cap * p->total_cost;
+    for (size_t i = 0; i < p->ns; i++) {
+        struct stream *s = &p->s[i];
+        if (s->state == ST_UNPLACED && !s->removed) {
+            int32_t to = place_choose(p, s, -1, true);
+            if (to >= 0 && place_assign(p, s, (uint32_t)to) < 0)
+                return -1;
+        } else if (s->state == ST_OWNED && s->owner != (int32_t)w &&
+                   place_first(p, s->hash) == (int32_t)w &&
+                   p->w[w].load + s->cost <= fair * (1 + 1e-12) && place_revoke(p, s, w) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int join(struct place *p, uint32_t w, double cap, int64_t now)
+{
+    struct pworker *k = &p->w[w];
+    k->cap = cap;
+    k->alive = true;
+    k->lease_until = now + p->o.lease_ms;
+    k->over_since = 0;
+    p->live++;
+    p->total_cap += cap;
+    if (place_ring_build(p) < 0 || pull(p, w) < 0 || place_settle(p) < 0)
+        return -1;
+    return 0;
+}
+
+int place_join(struct place *p, uint32_t w, double cap, int64_t now, struct cohort_err *err)
+{
+    if (bad_worker(p, w, err))
+        return PLACE_EINVAL;
+    if (!(cap > 0) || !(cap <= PLACE_MAX_CAPACITY)) {
+        cohort_fail(err, "worker %u: capacity %g: give a number above 0 (at most %g)", w, cap,
+                    PLACE_MAX_CAPACITY);
+        return PLACE_EINVAL;
+    }
+    if (p->w[w].alive) {
+        cohort_fail(err, "worker %u joined already", w);
+        return PLACE_EINVAL;
+    }
+    return join(p, w, cap, now) < 0 ? nomem(err) : PLACE_OK;
+}
+
+/* ---- leaving ------------------------------------------------------------ */
+
+/* Worker w holds nothing from now on (the ring is rebuilt by the caller). */
+static void leave(struct place *p, uint32_t w)
+{
+    struct pworker *k = &p->w[w];
+    if (!k->alive)
+        return;
+    k->alive = false;
+    p->live--;
+    p->total_cap -= k->cap;
+    if (!p->live)
+        p->total_cap = 0; /* no rounding left over */
+}
+
+int place_drop_worker(struct place *p, uint32_t w, bool expired)
+{
+    struct pworker *k = &p->w[w];
+    if (k->alive) {
+        leave(p, w);
+        if (place_ring_build(p) < 0)
+            return -1;
+    }
+    for (size_t i = 0; i < p->ns;) {
+        struct stream *s = &p->s[i];
+        size_t ns = p->ns;
+        int rc = 0;
+        if (s->owner == (int32_t)w && s->state != ST_UNPLACED) {
+            if (expired && s->state == ST_OWNED) /* it is told; its epoch is old now */
+                rc = place_act(p, PLACE_REVOKE, w, s->epoch, s->key);
+            if (rc == 0)
+                rc = place_handoff(p, s, (int32_t)w);
+        } else if (s->state == ST_MOVING && s->target == (int32_t)w) {
+            s->target = -1; /* chosen at the release */
+        }
+        if (rc < 0)
+            return -1;
+        i += p->ns == ns; /* a stream forgotten: another took its place */
+    }
+    k->load = 0;
+    return place_settle(p);
+}
+
+int place_lost(struct place *p, uint32_t w, int64_t now, struct cohort_err *err)
+{
+    (void)now;
+    if (bad_worker(p, w, err))
+        return PLACE_EINVAL;
+    p->w[w].expired = false;
+    return place_drop_worker(p, w, false) < 0 ? nomem(err) : PLACE_OK;
+}
+
+int place_renew(struct place *p, uint32_t w, int64_t now, struct cohort_err *err)
+{
+    if (bad_worker(p, w, err))
+        return PLACE_EINVAL;
+    struct pworker *k = &p->w[w];
+    if (k->alive)
+        k->lease_until = now + p->o.lease_ms;
+    if (!k->expired)
+        return PLACE_OK;
+    k->expired = false; /* heard from again: it joins again */
+    return join(p, w, k->cap, now) < 0 ? nomem(err) : PLACE_OK;
+}
+
+/* ---- time: leases and shedding ------------------------------------------ */
+
+/* Worker w's reported load and the set's, over owned streams with reports. */
+static void reported(const struct place *p, double *per_worker, double *total)
+{
+    *total = 0;
+    for (uint32_t w = 0; w < p->nw; w++)
+        per_worker[w] = 0;
+    for (size_t i = 0; i < p->ns; i++) {
+        const struct stream *s = &p->s[i];
+        if (s->state == ST_OWNED && s->load >= 0) {
+            per_worker[s->owner] += s->load;
+            *total += s->load;
+        }
+    }
+}
+
+/* Worker w sheds its most loaded reported streams until its reported
+ * load is within bound. */
+static int shed(struct place *p, uint32_t w, double mine, double bound)
+{
+    struct cand *c;
+    long n = candidates(p, w, true, &c);
+    if (n < 0)
+        return -1;
+    bool moved = true;
+    for (long k = 0; k < n && moved && mine > bound; k++) {
+        struct stream *s = &p->s[c[k].i];
+        mine -= s->load;
+        if (move_off(p, s, w, &moved) < 0) {
+            free(c);
+            return -1;
+        }
+    }
+    free(c);
+    return 0;
+}
+
+static int shedding(struct place *p, int64_t now, int64_t *next)
+{
+    double *per = malloc(p->nw * sizeof *per), total;
+    if (!per)
+        return -1;
+    reported(p, per, &total);
+    for (uint32_t w = 0; w < p->nw; w++) {
+        struct pworker *k = &p->w[w];
+        double bound = k->alive && total > 0 ? (1 + p->o.epsilon) * k->cap / p->total_cap * total
+                                              : INFINITY;
+        if (per[w] <= bound * (1 + 1e-12)) {
+            k->over_since = 0;
+            continue;
+        }
+        if (!k->over_since)
+            k->over_since = now ? now : 1;
+        if (now - k->over_since < p->o.shed_after_ms) {
+            if (k->over_since + p->o.shed_after_ms < *next)
+                *next = k->over_since + p->o.shed_after_ms;
+            continue;
+        }
+        k->over_since = 0;
+        if (shed(p, w, per[w], bound) < 0) {
+            free(per);
+            return -1;
+        }
+    }
+    free(per);
+    return 0;
+}
+
+int place_tick(struct place *p, int64_t now, int64_t *next, struct cohort_err *err)
+{
+    *next = INT64_MAX;
+    bool any = false;
+    for (uint32_t w = 0; w < p->nw; w++) /* all of them first: none gets another's */
+        if (p->w[w].alive && p->w[w].lease_until <= now) {
+            p->w[w].expired = any = true;
+            leave(p, w);
+        }
+    if (any && place_ring_build(p) < 0)
+        return nomem(err);
+    for (uint32_t w = 0; any && w < p->nw; w++)
+        if (p->w[w].expired && p->w[w].load != 0 && place_drop_worker(p, w, true) < 0)
+            return nomem(err);
+    if (shedding(p, now, next) < 0)
+        return nomem(err);
+    for (uint32_t w = 0; w < p->nw; w++)
+        if (p->w[w].alive && p->w[w].lease_until < *next)
+            *next = p->w[w].lease_until;
+    return PLACE_OK;
+}

@@ -1,0 +1,284 @@
+/* test_place.c - the placement of streams on workers
+ * (runtime/streams/place.h) under a simulated clock: the load bound with
+ * equal and unequal capacities, what moves when a worker leaves or joins,
+ * ownership and epochs through releases, deaths, leases running out and
+ * shedding by reported load, bad input, and a randomized model check of
+ * 10,000 operations: never two owners, epochs only grow. No real time. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place.h"
+#include "tap.h"
+
+#define NW 16
+
+static const char *key(int i)
+{
+    static char k[8][64];
+    static int n;
+    char *b = k[n++ % 8];
+    snprintf(b, 64, "rtsp://cam%d/main", i);
+    return b;
+}
+
+/* Who owns what, from the actions alone (released at once when asked). */
+struct view {
+    int owner[20000];
+    uint64_t epoch[20000];
+    long assigns, revokes;
+};
+
+static int key_index(const char *k)
+{
+    return atoi(k + strlen("rtsp://cam"));
+}
+
+/* Applies the actions to v; with release, every REVOKE is answered with a
+ * release at once (as a prompt worker would). Returns the count of moves
+ * (ASSIGNs of keys that had an owner before). */
+static long drain(struct place *p, struct view *v, int release)
+{
+    long moved = 0;
+    for (int round = 0; round < 100; round++) {
+        const struct place_act *a;
+        size_t n = place_actions(p, &a);
+        if (!n)
+            break;
+        struct place_act *copy = malloc(n * sizeof *copy);
+        memcpy(copy, a, n * sizeof *copy);
+        for (size_t i = 0; i < n; i++) {
+            int k = key_index(copy[i].key);
+            if (copy[i].type == PLACE_ASSIGN) {
+                moved += v->epoch[k] != 0;
+                v->owner[k] = (int)copy[i].worker;
+                v->epoch[k] = copy[i].epoch;
+                v->assigns++;
+            } else {
+                v->revokes++;
+            }
+        }
+        for (size_t i = 0; release && i < n; i++)
+            if (copy[i].type == PLACE_REVOKE) {
+                struct cohort_err e;
+                place_release(p, copy[i].worker, copy[i].key, copy[i].epoch, &e);
+            }
+        free(copy);
+    }
+    return moved;
+}
+
+/* max over live workers of load / bound's base (cap share x total), i.e.
+ * the load against the capacity-weighted mean. */
+static double worst(const struct place *p, int nw)
+{
+    struct place_status st;
+    place_status(p, &st);
+    double m = 0;
+    for (int w = 0; w < nw; w++) {
+        double b = place_bound(p, (uint32_t)w);
+        if (b > 0 && place_load(p, (uint32_t)w) / b * 1.25 > m)
+            m = place_load(p, (uint32_t)w) / b * 1.25;
+    }
+    return m;
+}
+
+static struct place *fresh(int nw, const double *caps, struct view *v)
+{
+    struct place *p;
+    struct cohort_err e;
+    memset(v, 0, sizeof *v);
+    if (place_new((uint32_t)nw, NULL, &p, &e) != 0)
+        return NULL;
+    for (int w = 0; w < nw; w++)
+        place_join(p, (uint32_t)w, caps ? caps[w] : 1.0, 0, &e);
+    return p;
+}
+
+static void balance(void)
+{
+    struct view *v = calloc(1, sizeof *v);
+    struct cohort_err e;
+    struct place *p = fresh(NW, NULL, v);
+    for (int i = 0; i < 200; i++)
+        place_add(p, key(i), 1.0, &e);
+    drain(p, v, 1);
+    double m = worst(p, NW);
+    ok(m <= 1.25 + 1e-9, "200 streams on 16 workers (8 GPUs x 2): max load %.3f x the mean "
+                         "(bound 1.25)", m);
+    ok(v->assigns == 200 && v->revokes == 0,
+       "each stream assigned once, none revoked (%ld assigns, %ld revokes)", v->assigns,
+       v->revokes);
+
+    /* a worker removed: only its streams move, plus at most 5 % */
+    int victim = 5;
+    long had = 0;
+    for (int i = 0; i < 200; i++)
+        had += v->owner[i] == victim;
+    place_lost(p, (uint32_t)victim, 0, &e);
+    long moved = drain(p, v, 1);
+    long strays = 0;
+    for (int i = 0; i < 200; i++)
+        strays += v->owner[i] == victim;
+    ok(strays == 0 && moved >= had && moved - had <= 10,
+       "worker %d lost: its %ld streams moved, %ld others (at most 5 %% = 10), none left on it",
+       victim, had, moved - had);
+    m = worst(p, NW);
+    ok(m <= 1.25 + 1e-9, "after it, max load %.3f x the mean", m);
+
+    /* it joins again: about its fair share, no more (+ 5 %) */
+    place_join(p, (uint32_t)victim, 1.0, 0, &e);
+    moved = drain(p, v, 1);
+    long got = 0;
+    for (int i = 0; i < 200; i++)
+        got += v->owner[i] == victim;
+    ok(got >= 6 && got <= 13 && moved <= 13 + 10,
+       "a worker joining takes about its fair share of 12.5: %ld streams, %ld moved in all "
+       "(at most 12.5 + 5 %%)", got, moved);
+    m = worst(p, NW);
+    ok(m <= 1.25 + 1e-9, "after it, max load %.3f x the mean", m);
+    place_free(p);
+
+    double caps[NW];
+    for (int w = 0; w < NW; w++)
+        caps[w] = w % 2 ? 2.0 : 1.0;
+    p = fresh(NW, caps, v);
+    for (int i = 0; i < 200; i++)
+        place_add(p, key(i), 1.0, &e);
+    drain(p, v, 1);
+    double one = 0, two = 0;
+    for (int w = 0; w < NW; w++)
+        *(w % 2 ? &two : &one) += place_load(p, (uint32_t)w);
+    m = worst(p, NW);
+    ok(m <= 1.25 + 1e-9 && two / one > 2 / 1.25 && two / one < 2 * 1.25,
+       "capacities 1:2: the cap-2 workers hold %.2f x what the cap-1 ones do (2 within the "
+       "bound), max load %.3f x its share", two / one, m);
+    place_free(p);
+    free(v);
+}
+
+static void ownership(void)
+{
+    struct view *v = calloc(1, sizeof *v);
+    struct cohort_err e;
+    struct place *p = fresh(4, NULL, v);
+    ok(place_add(p, key(1), 1.0, &e) == PLACE_OK && place_add(p, key(1), 3.0, &e) == PLACE_NOOP,
+       "adding a stream twice: the second is a no-op");
+    drain(p, v, 0);
+    uint32_t w = UINT32_MAX;
+    uint64_t ep = 0;
+    bool has = place_owner(p, key(1), &w, &ep);
+    ok(has && (int)w == v->owner[1] && ep == v->epoch[1] && ep > 0,
+       "its owner and epoch, as assigned (worker %u, epoch %llu)", w, (unsigned long long)ep);
+    int rc = place_release(p, (w + 1) % 4, key(1), ep, &e);
+    ok(rc == PLACE_EINVAL && strstr(e.msg, "not owned by worker"),
+       "a release by another worker: refused (%s)", e.msg);
+    ok(place_remove(p, key(99), &e) == PLACE_NOOP, "removing an unknown stream: a no-op");
+    ok(place_remove(p, key(1), &e) == PLACE_OK, "removing a stream with an owner");
+    const struct place_act *a;
+    size_t n = place_actions(p, &a);
+    ok(n == 1 && a[0].type == PLACE_REVOKE && a[0].worker == w && a[0].epoch == ep,
+       "it is revoked from its owner at its epoch");
+    rc = place_release(p, w, key(1), ep, &e);
+    ok(rc == PLACE_OK && !place_owner(p, key(1), &w, &ep) && place_actions(p, &a) == 0,
+       "released: forgotten, assigned to nobody");
+
+    /* a worker's lease runs out: told, its streams elsewhere; it comes back */
+    for (int i = 0; i < 40; i++)
+        place_add(p, key(i), 1.0, &e);
+    drain(p, v, 1);
+    for (uint32_t k = 1; k < 4; k++)
+        place_renew(p, k, 29000, &e);
+    int64_t next;
+    place_tick(p, 30000, &next, &e);
+    n = place_actions(p, &a);
+    long revoked = 0, assigned = 0, to_silent = 0;
+    for (size_t i = 0; i < n; i++) {
+        revoked += a[i].type == PLACE_REVOKE && a[i].worker == 0;
+        assigned += a[i].type == PLACE_ASSIGN;
+        to_silent += a[i].type == PLACE_ASSIGN && a[i].worker == 0;
+    }
+    ok(revoked > 0 && revoked == assigned && !to_silent,
+       "worker 0 silent past its lease: told REVOKE for its %ld streams, each assigned to "
+       "another", revoked);
+    ok(place_release(p, 0, a[0].key, a[0].epoch, &e) == PLACE_NOOP,
+       "its late release (an old epoch): a no-op");
+    place_renew(p, 0, 31000, &e);
+    ok(place_load(p, 0) > 0, "heard from again, it joins again and takes streams (%.0f)",
+       place_load(p, 0));
+    drain(p, v, 1);
+    place_free(p);
+    free(v);
+}
+
+static void shedding(void)
+{
+    struct view *v = calloc(1, sizeof *v);
+    struct cohort_err e;
+    struct place_opts o = {.shed_after_ms = 5000, .lease_ms = 1000000};
+    struct place *p;
+    place_new(4, &o, &p, &e);
+    for (uint32_t w = 0; w < 4; w++)
+        place_join(p, w, 1.0, 0, &e);
+    for (int i = 0; i < 40; i++)
+        place_add(p, key(i), 1.0, &e);
+    drain(p, v, 1);
+    for (int i = 0; i < 40; i++) /* worker 2's streams cost 5x what the others' do */
+        place_report(p, (uint32_t)v->owner[i], key(i), v->owner[i] == 2 ? 50.0 : 10.0, 100, &e);
+    int64_t next;
+    place_tick(p, 100, &next, &e);
+    const struct place_act *a;
+    ok(place_actions(p, &a) == 0 && next == 5100,
+       "a worker over its bound by reported load: nothing yet, due at 5100 (%lld)",
+       (long long)next);
+    place_tick(p, 5100, &next, &e);
+    size_t n = place_actions(p, &a);
+    bool only2 = n > 0;
+    for (size_t i = 0; i < n; i++)
+        only2 &= a[i].type == PLACE_REVOKE && a[i].worker == 2;
+    ok(only2, "after shed_after_ms it sheds: %zu REVOKEs, all to worker 2", n);
+    struct place_act *copy = malloc(n * sizeof *copy);
+    memcpy(copy, a, n * sizeof *copy);
+    for (size_t i = 0; i < n; i++)
+        place_release(p, 2, copy[i].key, copy[i].epoch, &e);
+    free(copy);
+    long moved = drain(p, v, 1);
+    ok(moved == (long)n, "each shed stream goes to another worker (%ld)", moved);
+    place_free(p);
+    free(v);
+}
+
+static void bad_input(void)
+{
+    struct cohort_err e;
+    struct place *p;
+    char big[300];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    place_new(2, NULL, &p, &e);
+    ok(place_add(p, "", 1, &e) == PLACE_EINVAL && strstr(e.msg, "empty"), "empty key: %s",
+       e.msg);
+    ok(place_add(p, big, 1, &e) == PLACE_EINVAL && strstr(e.msg, "over 255"),
+       "a 299-byte key: %s", e.msg);
+    ok(place_add(p, "k", 0, &e) == PLACE_EINVAL && place_add(p, "k", NAN, &e) == PLACE_EINVAL &&
+           strstr(e.msg, "cost nan"), "cost 0 or NaN: %s", e.msg);
+    ok(place_join(p, 0, -1, 0, &e) == PLACE_EINVAL && place_join(p, 0, NAN, 0, &e) ==
+           PLACE_EINVAL && strstr(e.msg, "capacity"), "capacity <= 0 or NaN: %s", e.msg);
+    ok(place_join(p, 7, 1, 0, &e) == PLACE_EINVAL && strstr(e.msg, "0..1"),
+       "an unknown worker: %s", e.msg);
+    struct place_opts o = {.epsilon = -1};
+    struct place *q;
+    ok(place_new(2, &o, &q, &e) == PLACE_EINVAL && strstr(e.msg, "epsilon"),
+       "a negative epsilon: %s", e.msg);
+    place_free(p);
+}
+
+int main(void)
+{
+    balance();
+    ownership();
+    shedding();
+    bad_input();
+    return tap_done();
+}
