@@ -19,7 +19,7 @@ static int gone(struct cohort_work *w, const char *func)
         w->c, COHORT_ERR_PEER_LOST,
         "cohort: %s: the work coordinator of queue '%s' (%s) is gone (killed, or its node "
         "failed): %s",
-        func, w->name, w->where,
+        func, w->name, w->link.where,
         w->journal ? "rerun the step with the same journal to resume"
                    : "the queue's progress is lost (open it with a journal to resume a rerun)");
 }
@@ -29,13 +29,13 @@ static int gone(struct cohort_work *w, const char *func)
  * near the deadline). */
 #define WAIT_SLICE_MS 1000
 
-/* Waits for the next frame from the coordinator, at most w->timeout_s. */
+/* Waits for the next frame from the coordinator, at most w->link.timeout_s. */
 static int next_frame(struct cohort_work *w, const char *func, struct wire_frame *f)
 {
-    long long end = net_now_ms() + (long long)w->timeout_s * 1000;
+    long long end = net_now_ms() + (long long)w->link.timeout_s * 1000;
     for (;;) {
         struct cohort_err e;
-        int got = conn_next(&w->conn->c, WIRE_MAX_PAYLOAD_DEFAULT, f, &e);
+        int got = conn_next(&w->link.conn->c, WIRE_MAX_PAYLOAD_DEFAULT, f, &e);
         if (got > 0 && f->type == WIRE_WORK)
             return 0;
         if (got != 0) {
@@ -43,10 +43,10 @@ static int next_frame(struct cohort_work *w, const char *func, struct wire_frame
             return cohort_internal_fail(w->c, COHORT_ERR_AUTH,
                                         "cohort: %s: the connection to the work coordinator of "
                                         "queue '%s' (%s) was tampered with: %s",
-                                        func, w->name, w->where,
+                                        func, w->name, w->link.where,
                                         got > 0 ? "a frame of another kind" : e.msg);
         }
-        if (w->conn->closed)
+        if (w->link.conn->closed)
             return gone(w, func);
         long long now = net_now_ms();
         if (now >= end) {
@@ -55,15 +55,15 @@ static int next_frame(struct cohort_work *w, const char *func, struct wire_frame
                                         "cohort: %s: the work coordinator of queue '%s' (%s) "
                                         "did not answer within %d s (stopped, or its node "
                                         "hangs?)",
-                                        func, w->name, w->where, w->timeout_s);
+                                        func, w->name, w->link.where, w->link.timeout_s);
         }
         int ms = end - now < WAIT_SLICE_MS ? (int)(end - now) : WAIT_SLICE_MS;
-        if (!w->conn->c.out_len) { /* all sent: wait in the read itself */
-            net_wait_read(w->net, w->conn, ms);
+        if (!w->link.conn->c.out_len) { /* all sent: wait in the read itself */
+            net_wait_read(w->link.net, w->link.conn, ms);
             continue;
         }
         struct net_event *ev;
-        if (net_poll(w->net, ms, &ev, &e) < 0)
+        if (net_poll(w->link.net, ms, &ev, &e) < 0)
             return cohort_internal_fail(w->c, e.code ? e.code : COHORT_ERR_RESOURCE,
                                         "cohort: %s: %s", func, e.msg);
     }
@@ -76,14 +76,14 @@ int work_call(struct cohort_work *w, const char *func, enum work_op op, const vo
         return cohort_internal_fail(w->c, COHORT_ERR_USAGE,
                                     "cohort: %s: queue '%s' failed earlier (see that call's "
                                     "error); close it", func, w->name);
-    if (net_send(w->conn, WIRE_WORK, (uint16_t)op, w->conn->c.rank, p, len) < 0)
+    if (net_send(w->link.conn, WIRE_WORK, (uint16_t)op, w->link.conn->c.rank, p, len) < 0)
         return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory", func);
     for (;;) {
         if (next_frame(w, func, f) < 0)
             return -1;
         if (f->flags != WORK_WAIT || (op != WORK_CLOSE && op != WORK_LEASE))
             return 0;
-        conn_consume(&w->conn->c, f); /* alive: a close waits on */
+        conn_consume(&w->link.conn->c, f); /* alive: a close waits on */
         if (op == WORK_LEASE) /* a lease asks again */
             return 0;
     }
@@ -94,7 +94,7 @@ int work_refused(struct cohort_work *w, const char *func, const struct wire_fram
     int n = f->len < COHORT_ERR_LEN - 1 ? (int)f->len : COHORT_ERR_LEN - 1;
     int rc = cohort_internal_fail(w->c, COHORT_ERR_USAGE, "cohort: %s: queue '%s': %.*s", func,
                                   w->name, n, (const char *)f->payload);
-    conn_consume(&w->conn->c, f);
+    conn_consume(&w->link.conn->c, f);
     return rc;
 }
 
@@ -103,7 +103,7 @@ int work_refused(struct cohort_work *w, const char *func, const struct wire_fram
 static int odd(struct cohort_work *w, const char *func, struct wire_frame *f)
 {
     unsigned op = f->flags;
-    conn_consume(&w->conn->c, f);
+    conn_consume(&w->link.conn->c, f);
     w->gone = true;
     return cohort_internal_fail(w->c, COHORT_ERR_NETWORK,
                                 "cohort: %s: the work coordinator of queue '%s' answered with "
@@ -117,7 +117,7 @@ static long granted(struct cohort_work *w, struct wire_frame *f, uint64_t *ids, 
     struct cohort_err e;
     uint64_t n;
     if (work_spans_check(f->payload, f->len, w->n_items, &n, &e) < 0 || n == 0 || n > cap) {
-        conn_consume(&w->conn->c, f);
+        conn_consume(&w->link.conn->c, f);
         w->gone = true;
         return cohort_internal_fail(w->c, COHORT_ERR_NETWORK,
                                     "cohort: cohort_work_lease: queue '%s': the coordinator "
@@ -125,7 +125,7 @@ static long granted(struct cohort_work *w, struct wire_frame *f, uint64_t *ids, 
                                     w->name, n > cap ? "more ids than asked for" : e.msg);
     }
     work_spans_ids(f->payload, f->len, ids);
-    conn_consume(&w->conn->c, f);
+    conn_consume(&w->link.conn->c, f);
     return (long)n;
 }
 
@@ -148,7 +148,7 @@ long cohort_work_lease(struct cohort_work *w, uint64_t *ids, size_t cap)
         case WORK_GRANT:
             return granted(w, &f, ids, cap);
         case WORK_FINISHED:
-            conn_consume(&w->conn->c, &f);
+            conn_consume(&w->link.conn->c, &f);
             return 0;
         case WORK_ERROR:
             return work_refused(w, func, &f);
@@ -224,7 +224,7 @@ static int settle(struct cohort_work *w, const char *func, enum work_op op, cons
                              (unsigned long long)v.first_bad, k,
                              (const char *)f.payload + WORK_VERDICT_LEN + 4);
     }
-    conn_consume(&w->conn->c, &f);
+    conn_consume(&w->link.conn->c, &f);
     return v.bad ? -1 : v.stale ? COHORT_WORK_STALE : 0;
 }
 
@@ -254,7 +254,7 @@ int cohort_work_extend(struct cohort_work *w)
         return work_refused(w, func, &f);
     if (f.flags != WORK_OK)
         return odd(w, func, &f);
-    conn_consume(&w->conn->c, &f);
+    conn_consume(&w->link.conn->c, &f);
     return 0;
 }
 
@@ -271,7 +271,7 @@ int cohort_work_status(struct cohort_work *w, struct cohort_work_status *st)
         return odd(w, func, &f);
     struct work_totals t;
     work_totals_get(f.payload, &t);
-    conn_consume(&w->conn->c, &f);
+    conn_consume(&w->link.conn->c, &f);
     *st = (struct cohort_work_status){t.total, t.committed, t.leased, t.queued, t.set_aside};
     return 0;
 }

@@ -6,9 +6,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 
-#include "auth.h"
+#include "cohort_coord.h"
 #include "cohort_work.h"
 #include "net.h"
 #include "wire.h"
@@ -18,20 +17,14 @@
 
 struct cohort_work {
     struct cohort *c;
-    struct auth_key key;      /* net's hs_self points at it */
-    struct net *net;
-    struct net_conn *conn;    /* to the coordinator */
-    struct addrinfo *addrs;   /* the coordinator's host */
+    struct coord_link link;   /* the coordinator, and this rank's connection */
     uint8_t *spans;           /* one request's ids, as spans */
     uint64_t *stale;          /* the last commit's or failure's stale ids */
     size_t n_stale, stale_cap;
     uint64_t n_items;
-    int timeout_s;            /* a silent coordinator is given up after this */
     bool journal;             /* for messages: whether a rerun resumes */
     bool gone;                /* the coordinator is gone: every call fails at once */
-    pid_t coord_pid;          /* rank 0: the coordinator it started, to reap */
     char name[WORK_NAME_MAX + 1];
-    char where[96];           /* "HOST:PORT" */
 };
 
 /* Sends one request (op, payload) and waits for its answer, whatever

@@ -8,7 +8,8 @@ runtime_libcohort_libcohort_la_SOURCES = runtime/libcohort/cohort.c runtime/libc
 	runtime/libcohort/cohort_internal.h runtime/libcohort/boot_ops.h runtime/libcohort/boot_tcp.c \
 	runtime/libcohort/cohort_self.h runtime/libcohort/cohort_work.h \
 	runtime/libcohort/cohort_work_private.h runtime/libcohort/cohort_work.c \
-	runtime/libcohort/cohort_work_call.c
+	runtime/libcohort/cohort_work_call.c runtime/libcohort/cohort_coord.h \
+	runtime/libcohort/cohort_coord.c
 # the work queue starts its coordinator from here (COHORT_WORK_COORD overrides)
 runtime_libcohort_libcohort_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DCOHORT_WORK_COORD_PATH='"$(pkglibexecdir)/cohort-work-coord"'

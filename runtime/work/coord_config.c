@@ -1,5 +1,5 @@
 /* coord_config.c - the coordinator's start record (coord_config.h):
- * "CWC1", then big-endian fields and length-prefixed strings. */
+ * "CWC2", then big-endian fields and length-prefixed strings. */
 #include "coord_config.h"
 
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include "wire.h"
 #include "work_msg.h"
 
-#define MAGIC "CWC1"
+#define MAGIC "CWC2"
 
 struct writer {
     uint8_t *p;
@@ -40,6 +40,7 @@ static void write_all(struct writer *w, const struct coord_config *c)
 {
     uint8_t b8[8];
     put(w, MAGIC, 4);
+    put32(w, c->kind);
     put32(w, c->key.kind);
     put(w, c->key.bytes, sizeof c->key.bytes);
     put_str(w, c->key.munge_socket);
@@ -54,6 +55,11 @@ static void write_all(struct writer *w, const struct coord_config *c)
     put(w, b8, 8);
     put32(w, c->lease_timeout_s);
     put32(w, c->max_attempts);
+    uint64_t eps;
+    memcpy(&eps, &c->epsilon, 8);
+    work_put64(b8, eps);
+    put(w, b8, 8);
+    put32(w, c->shed_after_ms);
     put32(w, c->join_timeout_s);
     put32(w, c->verbose);
     put_str(w, c->name);
@@ -115,6 +121,7 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     const uint8_t *m = take(&r, 4);
     if (!m || memcmp(m, MAGIC, 4) != 0)
         return cohort_fail(err, "its start record is not one of this version of cohort");
+    c->kind = take32(&r) == COORD_STREAMS ? COORD_STREAMS : COORD_QUEUE;
     c->key.kind = take32(&r) == AUTH_MUNGE ? AUTH_MUNGE : AUTH_SECRET;
     const uint8_t *k = take(&r, sizeof c->key.bytes);
     if (k)
@@ -138,6 +145,10 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     c->n_items = n ? work_get64(n) : 0;
     c->lease_timeout_s = take32(&r);
     c->max_attempts = take32(&r);
+    const uint8_t *e = take(&r, 8);
+    uint64_t eps = e ? work_get64(e) : 0;
+    memcpy(&c->epsilon, &eps, 8);
+    c->shed_after_ms = take32(&r);
     c->join_timeout_s = take32(&r);
     c->verbose = take32(&r) != 0;
     take_str(&r, c->name, COORD_NAME_MAX);

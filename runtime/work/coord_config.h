@@ -1,8 +1,9 @@
 /* coord_config.h - what the rank that starts a work coordinator tells it
  * through its standard input: the step (job, step, every rank's node, the
  * view every worker's hello must carry), how to prove itself (the step's
- * secret, or munge), and the queue (name, items, journal, lease timeout,
- * attempts). One binary record, encoded and checked here, so that the
+ * secret, or munge), and what it serves: a queue (name, items, journal,
+ * lease timeout, attempts) or a stream set (name, worker lease, load
+ * bound, shedding). One binary record, encoded and checked here, so that the
  * library and the coordinator cannot disagree on it. */
 #ifndef COHORT_COORD_CONFIG_H
 #define COHORT_COORD_CONFIG_H
@@ -18,13 +19,22 @@
 #define COORD_NAME_MAX 128
 #define COORD_PATH_MAX 4096
 
+enum coord_kind {
+    COORD_QUEUE = 0,              /* a work queue (cohort_work.h) */
+    COORD_STREAMS = 1,            /* a stream set (cohort_streams.h) */
+};
+
 struct coord_config {
+    enum coord_kind kind;
     struct auth_key key;
     uint32_t job, step, size, num_nodes;
     uint32_t *rank_node;          /* size entries (malloc'd by coord_config_decode) */
     uint8_t view[HS_VIEW_LEN];
-    uint64_t n_items;
-    uint32_t lease_timeout_s, max_attempts;
+    uint64_t n_items;             /* a queue's */
+    uint32_t lease_timeout_s;     /* a queue's leases; a stream set's workers */
+    uint32_t max_attempts;        /* a queue's */
+    double epsilon;               /* a stream set's load bound (place.h) */
+    uint32_t shed_after_ms;       /* a stream set's (place.h) */
     uint32_t join_timeout_s;      /* every worker connects within this, or is given up */
     bool verbose;
     char name[COORD_NAME_MAX + 1];

@@ -59,7 +59,8 @@ static void config(void)
                              .job = 77, .step = 3, .size = 5, .num_nodes = 2,
                              .rank_node = rank_node, .n_items = 1000000,
                              .lease_timeout_s = 60, .max_attempts = 3, .join_timeout_s = 120,
-                             .verbose = true},
+                             .verbose = true, .kind = COORD_STREAMS, .epsilon = 0.125,
+                             .shed_after_ms = 7000},
                        d;
     memset(c.view, 0xab, sizeof c.view);
     strcpy(c.name, "frames");
@@ -72,7 +73,8 @@ static void config(void)
     ok(coord_config_decode(rec, len, &d, &e) == 0 && d.job == 77 && d.size == 5 &&
            d.rank_node[4] == 1 && d.n_items == 1000000 && d.verbose &&
            strcmp(d.name, "frames") == 0 && strcmp(d.journal, "/shared/q.journal") == 0 &&
-           memcmp(d.view, c.view, sizeof c.view) == 0 && d.key.bytes[2] == 3,
+           memcmp(d.view, c.view, sizeof c.view) == 0 && d.key.bytes[2] == 3 &&
+           d.kind == COORD_STREAMS && d.epsilon == 0.125 && d.shed_after_ms == 7000,
        "reads back whole");
     coord_config_free(&d);
     size_t cut_ok = 0;
@@ -83,7 +85,7 @@ static void config(void)
             coord_config_free(&d);
     }
     ok(cut_ok == len, "refused when cut at each of its %zu lengths (%zu refused)", len, cut_ok);
-    rec[4 + 4 + sizeof c.key.bytes + 4 + 16 + 4 * 4 + 3] = 2; /* rank 4 on node 2 */
+    rec[4 + 4 + 4 + sizeof c.key.bytes + 4 + 16 + 4 * 4 + 3] = 2; /* rank 4 on node 2 */
     ok(coord_config_decode(rec, len, &d, &e) < 0, "a rank on a node beyond the step is refused");
     rec[0] = 'X';
     ok(coord_config_decode(rec, len, &d, &e) < 0 && strstr(e.msg, "version"),

@@ -1,0 +1,41 @@
+/* cohort_coord.h - a step's coordinator process and every rank's
+ * connection to it, shared by the work queue (cohort_work.c) and stream
+ * sets (cohort_streams.c): rank 0 starts cohort-work-coord (a process of
+ * its own, never a part of a worker; COHORT_WORK_COORD overrides its path)
+ * and tells it the step and what to serve through a pipe; its port is
+ * broadcast (or rank 0's failure, the same line on every rank); every rank
+ * dials it with the step's authenticated handshake (net.h). Not exported. */
+#ifndef COHORT_COORD_H
+#define COHORT_COORD_H
+
+#include <netdb.h>
+#include <sys/types.h>
+
+#include "auth.h"
+#include "cohort_self.h"
+#include "coord_config.h"
+#include "net.h"
+
+struct coord_link {
+    struct cohort *c;
+    struct auth_key key;       /* net's hs_self points at it */
+    struct net *net;
+    struct net_conn *conn;     /* to the coordinator */
+    struct addrinfo *addrs;    /* the coordinator's host */
+    pid_t pid;                 /* rank 0: the coordinator it started, to reap */
+    int timeout_s;             /* a silent coordinator is given up after this */
+    char where[96];            /* "HOST:PORT" */
+};
+
+/* Collective. cfg holds what to serve (kind, name and the kind's fields);
+ * the step's fields, the key and the join deadline are filled here. func
+ * names the caller, what the thing served ("queue 'q'"), for messages.
+ * 0, or -1 with c's error set (every rank the same line when rank 0
+ * could not start it). */
+int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
+                    const char *what, struct coord_config *cfg);
+
+/* Closes the connection, reaps the coordinator if it is done (rank 0). */
+void coord_link_free(struct coord_link *l);
+
+#endif
