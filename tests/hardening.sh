@@ -10,7 +10,7 @@
 # other export a cohort_internal_* one under COHORT_PRIVATE_1 (no internal
 # symbol in the public ABI). Emits TAP; a failure says what was seen.
 b="$COHORT_BUILDDIR"
-headers="$COHORT_SRCDIR/runtime/libcohort/cohort.h $COHORT_SRCDIR/runtime/libcohort/cohort_work.h"
+headers="$COHORT_SRCDIR/runtime/libcohort/cohort.h $COHORT_SRCDIR/runtime/libcohort/cohort_work.h $COHORT_SRCDIR/runtime/libcohort/cohort_streams.h"
 . "$COHORT_SRCDIR/tests/tap.sh"
 
 command -v readelf >/dev/null && command -v nm >/dev/null ||
@@ -125,7 +125,7 @@ for fn in $declared; do
 done
 [ -z "$missing" ]
 check $? \
-    "libcohort.so exports all $(echo "$declared" | wc -l) functions of cohort.h and cohort_work.h" \
+    "libcohort.so exports all $(echo "$declared" | wc -l) functions of cohort.h, cohort_work.h and cohort_streams.h" \
     "not exported (missing from runtime/libcohort/cohort.map?):$missing"
 
 # The public nodes (COHORT_<major>[.<minor>]) hold the API and nothing else.
@@ -133,7 +133,7 @@ public=$(echo "$versioned" | awk '$2 ~ /^COHORT_[0-9][0-9.]*$/ { print $1 }' | s
 stray=$(echo "$public" | grep -vxF "$declared" | tr '\n' ' ')
 unversioned=$(echo "$declared" | grep -vxF "$public" | tr '\n' ' ')
 [ -n "$public" ] && [ -z "$stray" ] && [ -z "$unversioned" ]
-check $? "libcohort.so's public version nodes (COHORT_1...) hold exactly the functions of cohort.h and cohort_work.h" \
+check $? "libcohort.so's public version nodes (COHORT_1...) hold exactly the functions of cohort.h, cohort_work.h and cohort_streams.h" \
     "${stray:+in a public node but not declared in cohort.h: ${stray% }; }${unversioned:+declared but not in a public node: ${unversioned% }; }public: $(echo $public)"
 private=$(echo "$versioned" | awk '$2 !~ /^COHORT_[0-9][0-9.]*$/ &&
     !($1 ~ /^cohort_internal_/ && $2 == "COHORT_PRIVATE_1") { printf "%s@%s ", $1, $2 }')

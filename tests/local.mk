@@ -100,6 +100,13 @@ TESTS += tests/work.sh
 EXTRA_DIST += tests/work.sh
 tests_work_work_check_LDADD = runtime/libcohort/libcohort.la
 tests_work_work_check_LDFLAGS = -no-install
+
+# Stream sets: many workers on this machine as simulated nodes.
+check_PROGRAMS += tests/streams/streams_check
+TESTS += tests/streams.sh
+EXTRA_DIST += tests/streams.sh
+tests_streams_streams_check_LDADD = runtime/libcohort/libcohort.la -lm
+tests_streams_streams_check_LDFLAGS = -no-install
 check_PROGRAMS += examples/work_queue
 examples_work_queue_LDADD = runtime/libcohort/libcohort.la
 examples_work_queue_LDFLAGS = -no-install

@@ -44,7 +44,7 @@ extern "C" {
  * library's exported symbols carry the major number as their version
  * (COHORT_1). */
 #define COHORT_API_VERSION_MAJOR 1
-#define COHORT_API_VERSION_MINOR 1 /* 1: the work queue, cohort_work.h */
+#define COHORT_API_VERSION_MINOR 2 /* 1: the work queue, cohort_work.h; 2: streams */
 #define COHORT_API_VERSION (COHORT_API_VERSION_MAJOR * 1000 + COHORT_API_VERSION_MINOR)
 
 /* COHORT_API_VERSION as the library was built: compare it with the value

@@ -2,14 +2,16 @@
 ## (cohort.h, cohort.pc), exporting only its public API (and, under a
 ## private version, what libcohort-nccl needs); its bootstrap backends.
 lib_LTLIBRARIES += runtime/libcohort/libcohort.la
-include_HEADERS += runtime/libcohort/cohort.h runtime/libcohort/cohort_work.h
+include_HEADERS += runtime/libcohort/cohort.h runtime/libcohort/cohort_work.h \
+	runtime/libcohort/cohort_streams.h
 pkgconfig_DATA = runtime/libcohort/cohort.pc
 runtime_libcohort_libcohort_la_SOURCES = runtime/libcohort/cohort.c runtime/libcohort/cohort.h \
 	runtime/libcohort/cohort_internal.h runtime/libcohort/boot_ops.h runtime/libcohort/boot_tcp.c \
 	runtime/libcohort/cohort_self.h runtime/libcohort/cohort_work.h \
 	runtime/libcohort/cohort_work_private.h runtime/libcohort/cohort_work.c \
 	runtime/libcohort/cohort_work_call.c runtime/libcohort/cohort_coord.h \
-	runtime/libcohort/cohort_coord.c
+	runtime/libcohort/cohort_coord.c runtime/libcohort/cohort_streams.h \
+	runtime/libcohort/cohort_streams.c
 # the work queue starts its coordinator from here (COHORT_WORK_COORD overrides)
 runtime_libcohort_libcohort_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DCOHORT_WORK_COORD_PATH='"$(pkglibexecdir)/cohort-work-coord"'
@@ -19,7 +21,8 @@ runtime_libcohort_libcohort_la_SOURCES += runtime/libcohort/boot_pmix.c
 endif
 EXTRA_DIST += runtime/libcohort/boot_pmix.c
 # The hwloc-free halves of apply and the planner: libcohort does not link hwloc.
-runtime_libcohort_libcohort_la_LIBADD = runtime/work/libcohort_work_msg.la \
+runtime_libcohort_libcohort_la_LIBADD = runtime/streams/libcohort_streams_msg.la \
+	runtime/work/libcohort_work_msg.la \
 	runtime/bootstrap/libcohort_bootstrap.la \
 	runtime/apply/libcohort_apply_base.la runtime/planner/libcohort_planner_base.la \
 	$(CRYPTO_LIBS) $(MUNGE_LIBS) $(PMIX_LIBS)

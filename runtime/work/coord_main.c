@@ -1,11 +1,12 @@
-/* coord_main.c - cohort-work-coord, the work coordinator's process.
- * Started by one rank of the step (cohort_work_open), never a part of a
- * worker: it reads its start record (coord_config.h) from standard input,
- * listens on a TCP port of its own (any address, a port the kernel picks),
- * writes that port as one line on standard output ("error WHY" when it
- * cannot start), and serves the queue (coord.h) until it is done or no
- * worker is left. Exit status: 0 every item done, 1 workers left before,
- * 2 it could not start or failed (one line on standard error). */
+/* coord_main.c - cohort-work-coord, the coordinator's process. Started by
+ * one rank of the step (cohort_work_open, cohort_streams_open), never a
+ * part of a worker: it reads its start record (coord_config.h) from
+ * standard input, listens on a TCP port of its own (any address, a port
+ * the kernel picks), writes that port as one line on standard output
+ * ("error WHY" when it cannot start), and serves the queue (coord.h) or
+ * the stream set (scoord.h) until it is done or no worker is left. Exit
+ * status: 0 every item done (every worker closed the set), 1 workers left
+ * before, 2 it could not start or failed (one line on standard error). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "coord.h"
+#include "scoord.h"
 
 #define RECORD_MAX (64u << 20)
 
@@ -78,8 +80,8 @@ static int listen_any(uint16_t *port, struct cohort_err *err)
     return fd;
 }
 
-static int start(struct coord_config *cfg, struct coord **co, struct net **net,
-                 struct cohort_err *err)
+/* The start record into cfg. */
+static int record(struct coord_config *cfg, struct cohort_err *err)
 {
     uint8_t *rec;
     size_t len;
@@ -88,20 +90,22 @@ static int start(struct coord_config *cfg, struct coord **co, struct net **net,
     int rc = coord_config_decode(rec, len, cfg, err);
     explicit_bzero(rec, len);
     free(rec);
-    if (rc < 0 || coord_new(cfg, co, err) < 0)
-        return -1;
+    return rc;
+}
+
+/* A listener on a port of its own, told to the starting rank. */
+static int listen_and_tell(const struct coord_config *cfg, const struct net_ops *ops,
+                           struct net **net, struct cohort_err *err)
+{
     struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
                          .rank = UINT32_MAX, .node = UINT32_MAX};
     memcpy(me.view, cfg->view, sizeof me.view);
-    struct net_ops ops = {.ctx = *co, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
-                          .admit = coord_admit};
     uint16_t port = 0;
     int fd;
-    if (net_new(&me, &ops, net, err) < 0 || (fd = listen_any(&port, err)) < 0)
+    if (net_new(&me, ops, net, err) < 0 || (fd = listen_any(&port, err)) < 0)
         return -1;
     if (net_listen(*net, fd, false, err) < 0)
         return -1;
-    coord_attach(*co, *net);
     if (printf("%u\n", port) < 0 || fflush(stdout) != 0)
         return cohort_fail(err, "cannot tell the starting rank its port");
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -113,23 +117,61 @@ static int start(struct coord_config *cfg, struct coord **co, struct net **net,
     return 0;
 }
 
-int main(void)
+/* A work queue: 0 every item done, 1 workers left before, 2 failed. */
+static int queue(const struct coord_config *cfg, struct cohort_err *err)
 {
-    struct coord_config cfg = {0};
     struct coord *co = NULL;
     struct net *net = NULL;
-    struct cohort_err err;
     int rc = 2;
-    if (start(&cfg, &co, &net, &err) < 0) {
-        printf("error %s\n", err.msg); /* the starting rank's failure, on every rank */
-        fflush(stdout);
-    } else if ((rc = coord_run(co, &err)) < 0) {
-        rc = 2;
-        fprintf(stderr, "cohort: the work coordinator of queue '%s' failed: %s\n", cfg.name,
-                err.msg);
+    if (coord_new(cfg, &co, err) == 0) {
+        struct net_ops ops = {.ctx = co, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
+                              .admit = coord_admit};
+        if (listen_and_tell(cfg, &ops, &net, err) < 0) {
+            rc = -2; /* not started */
+        } else {
+            coord_attach(co, net);
+            rc = coord_run(co, err);
+        }
+    } else {
+        rc = -2;
     }
     coord_free(co);
     net_free(net);
+    return rc;
+}
+
+/* A stream set: 0 every worker closed it, 1 some were lost, 2 failed. */
+static int streams(const struct coord_config *cfg, struct cohort_err *err)
+{
+    struct scoord *sc = NULL;
+    struct net *net = NULL;
+    int rc = -2;
+    if (scoord_new(cfg, &sc, err) == 0) {
+        struct net_ops ops = {.ctx = sc, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
+                              .admit = scoord_admit};
+        if (listen_and_tell(cfg, &ops, &net, err) == 0)
+            rc = scoord_run(sc, net, err);
+    }
+    scoord_free(sc);
+    net_free(net);
+    return rc;
+}
+
+int main(void)
+{
+    struct coord_config cfg = {0};
+    struct cohort_err err;
+    int rc = record(&cfg, &err) < 0 ? -2
+             : cfg.kind == COORD_STREAMS ? streams(&cfg, &err) : queue(&cfg, &err);
+    if (rc == -2) {
+        printf("error %s\n", err.msg); /* the starting rank's failure, on every rank */
+        fflush(stdout);
+        rc = 2;
+    } else if (rc < 0) {
+        rc = 2;
+        fprintf(stderr, "cohort: the coordinator of %s '%s' failed: %s\n",
+                cfg.kind == COORD_STREAMS ? "stream set" : "queue", cfg.name, err.msg);
+    }
     coord_config_free(&cfg);
     return rc;
 }

@@ -21,7 +21,8 @@ pkglibexec_PROGRAMS = runtime/work/cohort-work-coord
 runtime_work_cohort_work_coord_SOURCES = runtime/work/coord_main.c runtime/work/coord.c \
 	runtime/work/coord.h runtime/work/coord_private.h runtime/work/coord_loop.c \
 	runtime/work/coord_report.c runtime/work/coord_journal.c
-runtime_work_cohort_work_coord_LDADD = runtime/work/libcohort_work_sched.la \
+runtime_work_cohort_work_coord_LDADD = runtime/streams/libcohort_streams_coord.la \
+	runtime/streams/libcohort_place.la runtime/work/libcohort_work_sched.la \
 	runtime/work/libcohort_work_journal.la runtime/work/libcohort_work_msg.la \
 	runtime/bootstrap/libcohort_bootstrap.la runtime/planner/libcohort_planner_base.la
 

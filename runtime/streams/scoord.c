@@ -1,0 +1,247 @@
+/* scoord.c - the stream coordinator's service (scoord.h): workers'
+ * requests in, the placement's actions and the answers out, leases on the
+ * clock, and when to stop. */
+#include "scoord.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place.h"
+#include "streams_msg.h"
+#include "wire.h"
+#include "work_msg.h"
+
+#define SCOORD_WAIT_MS 1000 /* the longest poll: joins and leases looked at this often */
+
+struct sworker {
+    struct net_conn *conn;
+    bool ever;              /* it connected once */
+    bool closed;            /* it closed the set (not lost) */
+};
+
+struct scoord {
+    const struct coord_config *cfg;
+    struct net *net;
+    struct place *p;
+    struct sworker *w;
+    uint32_t came, connected, lost;
+    int64_t join_by;
+    bool oom;
+};
+
+int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohort_err *err)
+{
+    struct scoord *sc = calloc(1, sizeof *sc);
+    *out = sc;
+    if (!sc || !(sc->w = calloc(cfg->size, sizeof *sc->w)))
+        return cohort_fail(err, "out of memory");
+    sc->cfg = cfg;
+    struct place_opts o = {.epsilon = cfg->epsilon,
+                           .lease_ms = (int64_t)cfg->lease_timeout_s * 1000,
+                           .shed_after_ms = cfg->shed_after_ms};
+    if (place_new(cfg->size, &o, &sc->p, err) != PLACE_OK)
+        return -1;
+    sc->join_by = net_now_ms() + (int64_t)cfg->join_timeout_s * 1000;
+    return 0;
+}
+
+void scoord_free(struct scoord *sc)
+{
+    if (!sc)
+        return;
+    place_free(sc->p);
+    free(sc->w);
+    free(sc);
+}
+
+enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+{
+    struct scoord *sc = ctx;
+    const struct coord_config *c = sc->cfg;
+    if (memcmp(h->view, c->view, HS_VIEW_LEN) != 0 || h->rank >= c->size ||
+        c->rank_node[h->rank] != h->node)
+        return NET_DROP;
+    if (sc->w[h->rank].conn) {
+        cohort_fail_code(why, COHORT_E_CONFIG,
+                         "rank %u is connected to the stream coordinator already (two tasks "
+                         "with one SLURM_PROCID?)", h->rank);
+        return NET_REFUSE;
+    }
+    return NET_ADMIT;
+}
+
+static void send_to(struct scoord *sc, uint32_t r, enum streams_op op, const void *p,
+                    uint32_t len)
+{
+    struct net_conn *c = sc->w[r].conn;
+    if (c && net_send(c, WIRE_WORK, (uint16_t)op, UINT32_MAX, p, len) < 0)
+        sc->oom = true;
+}
+
+/* The placement's actions, each to its worker. */
+static void tell(struct scoord *sc)
+{
+    const struct place_act *a;
+    size_t n = place_actions(sc->p, &a);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t b[STREAMS_MSG_MAX];
+        uint32_t len = streams_msg_put(b, a[i].epoch, a[i].key);
+        send_to(sc, a[i].worker, a[i].type == PLACE_ASSIGN ? STREAMS_ASSIGN : STREAMS_REVOKE, b,
+                len);
+    }
+}
+
+/* The answer to a request the placement took with rc (err when failed). */
+static void answer(struct scoord *sc, uint32_t r, int rc, const struct cohort_err *e)
+{
+    tell(sc);
+    if (rc == PLACE_ENOMEM)
+        sc->oom = true;
+    if (rc < 0) {
+        send_to(sc, r, STREAMS_ERROR, e->msg, (uint32_t)strlen(e->msg));
+        return;
+    }
+    uint8_t b = rc == PLACE_NOOP;
+    send_to(sc, r, STREAMS_OK, &b, 1);
+}
+
+static void lost(struct scoord *sc, uint32_t r, int64_t now)
+{
+    struct sworker *w = &sc->w[r];
+    struct cohort_err e;
+    if (!w->conn)
+        return;
+    net_close(sc->net, w->conn);
+    w->conn = NULL;
+    sc->connected--;
+    sc->lost += !w->closed;
+    if (place_lost(sc->p, r, now, &e) == PLACE_ENOMEM)
+        sc->oom = true;
+    tell(sc);
+}
+
+static void totals(struct scoord *sc, uint32_t r)
+{
+    struct place_status st;
+    place_status(sc->p, &st);
+    uint64_t v[5] = {st.streams, st.moving, st.unplaced, st.moves, st.workers};
+    uint8_t b[STREAMS_TOTALS_LEN];
+    for (int i = 0; i < 5; i++)
+        work_put64(b + 8 * i, v[i]);
+    send_to(sc, r, STREAMS_TOTALS, b, sizeof b);
+}
+
+/* One request of worker r: 0, or -1 when it was not one (r is dropped). */
+static int request(struct scoord *sc, uint32_t r, const struct wire_frame *f, int64_t now)
+{
+    struct cohort_err e = {0};
+    uint64_t head = 0;
+    char key[STREAMS_KEY_MAX + 1];
+    int with_key = f->flags == STREAMS_ADD || f->flags == STREAMS_REMOVE ||
+                   f->flags == STREAMS_RELEASE || f->flags == STREAMS_REPORT;
+    bool bare = f->flags == STREAMS_PING || f->flags == STREAMS_CLOSE ||
+                f->flags == STREAMS_STATUS;
+    if (bare ? f->len != 0 : streams_msg_get(f->payload, f->len, with_key, &head, key, &e) < 0)
+        return -1;
+    int rc = place_renew(sc->p, r, now, &e);
+    tell(sc);
+    switch (f->flags) {
+    case STREAMS_JOIN: rc = place_join(sc->p, r, streams_f64(head), now, &e); break;
+    case STREAMS_ADD: rc = place_add(sc->p, key, streams_f64(head), &e); break;
+    case STREAMS_REMOVE: rc = place_remove(sc->p, key, &e); break;
+    case STREAMS_RELEASE: rc = place_release(sc->p, r, key, head, &e); break;
+    case STREAMS_REPORT: rc = place_report(sc->p, r, key, streams_f64(head), now, &e); break;
+    case STREAMS_PING: break;
+    case STREAMS_STATUS:
+        totals(sc, r);
+        return 0;
+    case STREAMS_CLOSE:
+        sc->w[r].closed = true;
+        if (place_lost(sc->p, r, now, &e) == PLACE_ENOMEM)
+            sc->oom = true;
+        tell(sc);
+        send_to(sc, r, STREAMS_CLOSED, NULL, 0);
+        return 0;
+    default:
+        return -1;
+    }
+    answer(sc, r, rc, &e);
+    return 0;
+}
+
+/* Every whole frame worker r sent. */
+static void serve(struct scoord *sc, struct net_conn *c, int64_t now)
+{
+    struct wire_frame f;
+    struct cohort_err e;
+    int got;
+    uint32_t r = c->c.rank;
+    while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
+        if (f.type != WIRE_WORK || request(sc, r, &f, now) < 0) {
+            got = -1;
+            snprintf(e.msg, sizeof e.msg, "a frame of another kind or a malformed request");
+        }
+        if (got < 0)
+            break;
+        conn_consume(&c->c, &f);
+    }
+    if (got < 0) {
+        fprintf(stderr, "cohort: stream coordinator: rank %u sent what is not a request (%s): "
+                        "its connection is closed and its streams go to others\n", r, e.msg);
+        lost(sc, r, now);
+    }
+}
+
+static void on_events(struct scoord *sc, struct net_event *ev, int n, int64_t now)
+{
+    for (int i = 0; i < n; i++)
+        if (ev[i].what & NET_EV_JOINED) {
+            struct sworker *w = &sc->w[ev[i].c->c.rank];
+            sc->came += !w->ever;
+            w->ever = true;
+            w->closed = false;
+            w->conn = ev[i].c;
+            sc->connected++;
+        }
+    for (int i = 0; i < n; i++) {
+        struct net_conn *c = ev[i].c;
+        if (c->state != NET_READY || sc->w[c->c.rank].conn != c)
+            continue;
+        if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
+            serve(sc, c, now);
+        if ((ev[i].what & NET_EV_CLOSED) && sc->w[c->c.rank].conn == c)
+            lost(sc, c->c.rank, now);
+    }
+}
+
+int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err)
+{
+    sc->net = net;
+    int64_t now = net_now_ms(), next = now;
+    while (sc->connected || (sc->came < sc->cfg->size && now < sc->join_by)) {
+        int64_t wait = next - now;
+        wait = wait < 0 ? 0 : wait > SCOORD_WAIT_MS ? SCOORD_WAIT_MS : wait;
+        struct net_event *ev;
+        int n = net_poll(net, (int)wait, &ev, err);
+        if (n < 0)
+            return -1;
+        now = net_now_ms();
+        on_events(sc, ev, n, now);
+        if (place_tick(sc->p, now, &next, err) == PLACE_ENOMEM)
+            sc->oom = true;
+        tell(sc);
+        if (sc->oom)
+            return cohort_fail(err, "out of memory");
+    }
+    net_flush(net, net_now_ms() + 1000);
+    if (sc->cfg->verbose) {
+        struct place_status st;
+        place_status(sc->p, &st);
+        fprintf(stderr, "cohort: streams '%s': %zu streams, %llu moves; %u of %u workers came, "
+                        "%u lost\n", sc->cfg->name, st.streams, (unsigned long long)st.moves,
+                sc->came, sc->cfg->size, sc->lost);
+    }
+    return sc->lost ? 1 : 0;
+}

@@ -1,0 +1,43 @@
+/* streams_msg.c - the stream set's messages (streams_msg.h). */
+#include "streams_msg.h"
+
+#include <string.h>
+
+#include "work_msg.h"
+
+uint32_t streams_msg_put(uint8_t *out, uint64_t head, const char *key)
+{
+    size_t n = strnlen(key, STREAMS_KEY_MAX);
+    work_put64(out, head);
+    memcpy(out + 8, key, n);
+    return (uint32_t)(8 + n);
+}
+
+int streams_msg_get(const uint8_t *p, uint32_t len, int with_key, uint64_t *head,
+                    char key[STREAMS_KEY_MAX + 1], struct cohort_err *err)
+{
+    if (len < 8 || len > STREAMS_MSG_MAX || (with_key ? len == 8 : len != 8))
+        return cohort_fail(err, "a stream message of %u bytes (%s)", len,
+                           with_key ? "a head and a key of 1 to 255 bytes expected"
+                                    : "a head of 8 bytes expected");
+    if (memchr(p + 8, 0, len - 8))
+        return cohort_fail(err, "a stream key with a NUL byte");
+    *head = work_get64(p);
+    memcpy(key, p + 8, len - 8);
+    key[len - 8] = 0;
+    return 0;
+}
+
+uint64_t streams_f64_bits(double d)
+{
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    return b;
+}
+
+double streams_f64(uint64_t bits)
+{
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}

@@ -1,0 +1,121 @@
+#!/bin/sh
+# streams.sh - stream sets (cohort_streams.h) with many workers on this
+# machine as simulated nodes (tests/bootstrap/spawn,
+# tests/streams/streams_check): 200 streams on 16 workers, each owned by
+# exactly one, none above the load bound; capacities 1:2; a worker
+# SIGKILLed: its streams, and only those, go to the others (the time it
+# took is printed, not judged: speed is in the benchmarks); never two
+# owners at once (from every worker's log of events); bad input, one line
+# each. TAP.
+. "$COHORT_SRCDIR/tests/tap.sh"
+spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
+check="$COHORT_BUILDDIR/tests/streams/streams_check"
+COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord"
+export COHORT_WORK_COORD
+
+run() { # run N NODES [VAR=VALUE...]: a step of streams_check, output in $tmp/out
+    count=$1 nodes=$2
+    shift 2
+    rm -rf "$tmp/o" && mkdir "$tmp/o"
+    env STREAMS_TEST_OUT="$tmp/o" "$@" "$spawn" "$count" "$nodes" -- "$check" >"$tmp/out" 2>&1
+}
+summary() {
+    awk '/^spawn: / { sp = $0 } / FAIL: / && !f { f = $0 } / ok / { n++ }
+         END { print sp "; " n + 0 " ok" (f ? "; " f : "") }' "$tmp/out"
+}
+# judge N [VICTIM]: from the logs, one line of findings; exit 0 when right.
+judge() {
+    python3 - "$tmp/o" "$1" "${2:--1}" <<'EOF'
+import glob, os, sys
+d, n, victim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+bad = []
+owned = {}
+for f in glob.glob(os.path.join(d, "owned.*")):
+    r = int(f.rsplit(".", 1)[1])
+    for line in open(f):
+        key, epoch = line.split()
+        if key in owned:
+            bad.append("%s owned by ranks %d and %d" % (key, owned[key][0], r))
+        owned[key] = (r, int(epoch))
+if len(owned) != n:
+    bad.append("%d of %d streams owned" % (len(owned), n))
+per = {}
+for r, _ in owned.values():
+    per[r] = per.get(r, 0) + 1
+events = []
+for f in glob.glob(os.path.join(d, "events.*")):
+    r = int(f.rsplit(".", 1)[1])
+    for line in open(f):
+        t, what, key, epoch = line.split()
+        events.append((int(t), r, what, key, int(epoch)))
+events.sort()
+holder, last_epoch = {}, {}
+killed = None
+if victim >= 0:
+    try:
+        killed = int(open(os.path.join(d, "killed")).read().split()[0])
+    except (OSError, ValueError, IndexError):
+        print("the victim did not note its kill"); sys.exit(1)
+for t, r, what, key, epoch in events:
+    if what == "assign":
+        h = holder.get(key)
+        if h is not None and h != victim:
+            bad.append("%s assigned to rank %d at epoch %d while rank %d held it" % (key, r, epoch, h))
+        if epoch <= last_epoch.get(key, 0):
+            bad.append("%s: epoch %d after %d" % (key, epoch, last_epoch[key]))
+        holder[key], last_epoch[key] = r, epoch
+    elif holder.get(key) == r:
+        del holder[key]
+extra = ""
+if victim >= 0:
+    mine = set()
+    for t, r, what, key, epoch in events:
+        if r == victim and t <= killed:
+            (mine.add if what == "assign" else mine.discard)(key)
+    after = [(t, key) for t, r, what, key, epoch in events if what == "assign" and t > killed]
+    moved_mine = {key for t, key in after if key in mine}
+    others = {key for t, key in after if key not in mine}
+    if moved_mine != mine:
+        bad.append("%d of the victim's %d streams reached another worker" % (len(moved_mine), len(mine)))
+    if len(others) > n * 5 // 100:
+        bad.append("%d other streams moved (at most 5 %%: %d)" % (len(others), n * 5 // 100))
+    last = max([t for t, key in after if key in mine] or [killed])
+    extra = "; the victim's %d streams reached others %.1f ms after its kill, %d others moved" % (
+        len(mine), (last - killed) / 1e6, len(others))
+print("%d streams owned, at most %d and at least %d per worker%s%s" % (
+    len(owned), max(per.values() or [0]), min(per.values() or [0]), extra,
+    ("; " + "; ".join(bad[:3])) if bad else ""))
+sys.exit(1 if bad else 0)
+EOF
+}
+
+run 16 2
+why=$(judge 200)
+[ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 16 ] &&
+    [ "$(awk '{ n[$1]++ } END { m = 0; for (k in n) if (n[k] > m) m = n[k]; print m }' "$tmp/o"/owned.* | head -1)" -le 15 ] &&
+    awk 'FNR == 1 { f++ } END { exit f != 16 }' "$tmp/o"/owned.*
+ok $? "200 streams on 16 workers on 2 nodes: each owned by exactly one, at most 15 a worker (1.25 x 12.5), never two owners, epochs growing ($why; $(summary))"
+
+run 16 2 STREAMS_TEST_CAPS=1,2
+why=$(judge 200)
+share=$(for f in "$tmp/o"/owned.*; do r=${f##*.}; echo "$((r % 2)) $(wc -l <"$f")"; done |
+    awk '{ s[$1] += $2 } END { if (s[0] > 0) printf "%.2f", s[1] / s[0] }')
+[ $? = 0 ] && awk -v x="$share" 'BEGIN { exit !(x >= 2 / 1.25 && x <= 2 * 1.25) }'
+ok $? "capacities 1:2 (odd ranks 2): they hold $share x what the others do (2, within the bound) ($why)"
+
+run 16 2 STREAMS_TEST_VICTIM=5 COHORT_TIMEOUT=60
+why=$(judge 200 5)
+[ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 15 ]
+ok $? "16 workers, rank 5 SIGKILLed: its streams reach the 15 others, at most 5 % of the others move, no stream has two owners ($why; $(summary))"
+
+run 4 2 STREAMS_TEST_N=20 STREAMS_TEST_BAD=1
+grep -q "^rank 1: bad: empty key: -1 cohort: cohort_streams_add: a stream key that is empty: give 1 to 255 bytes" "$tmp/out" &&
+    grep -q "^rank 1: bad: long key: -1 .*over 255 bytes" "$tmp/out" &&
+    grep -q "^rank 1: bad: NaN cost: -1 .*cost nan: give a number above 0" "$tmp/out" &&
+    grep -q "^rank 1: bad: negative cost: -1 .*cost -1: give a number above 0" "$tmp/out" &&
+    grep -q "^rank 1: bad: foreign release: -1 .*set 'cams': stream 'cam-0' at epoch 999999 is not owned by worker 1" "$tmp/out" &&
+    grep -q "^rank 1: bad: negative load: -1 .*load -2: give a number of 0 or more" "$tmp/out" &&
+    grep -q "^rank 1: remove unknown: 0" "$tmp/out" && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
+ok $? "bad input: one line each (empty or long key, NaN or negative cost, a release of what this worker does not own, a negative load); removing an unknown stream is a no-op; the set goes on ($(grep -m1 'foreign' "$tmp/out" | cut -c1-160); $(summary))"
+
+tap_done

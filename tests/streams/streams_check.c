@@ -1,0 +1,214 @@
+/* streams_check.c - one worker of a stream-set test, for tests/streams.sh
+ * (run by tests/bootstrap/spawn): cohort_init, cohort_streams_open of set
+ * "cams" (capacity 2 on odd ranks when STREAMS_TEST_CAPS is "1,2", else
+ * 1), rank 0 adds STREAMS_TEST_N streams "cam-I" (default 200), then every
+ * worker handles its events (ASSIGN: it owns the key; REVOKE: it drops it
+ * and releases it) until the coordinator says every stream is placed and
+ * none is moving with every worker in. Each event is appended to
+ * $STREAMS_TEST_OUT/events.R as "T assign|revoke KEY EPOCH" (T: the
+ * CLOCK_MONOTONIC ns when it was polled).
+ *
+ * STREAMS_TEST_VICTIM=R: once all are settled, rank R writes the time to
+ * $STREAMS_TEST_OUT/killed and SIGKILLs itself; the others go on until the
+ * coordinator counts one worker fewer and everything is placed again. Then
+ * every rank left writes the keys it owns to $STREAMS_TEST_OUT/owned.R, one
+ * "KEY EPOCH" a line, prints "rank R: ok N owned" and closes the set (with
+ * a victim, once every rank left has written its record, see all_done;
+ * the close's barrier then fails: the victim is gone).
+ * STREAMS_TEST_BAD=1: rank 1 tries what must fail and prints
+ * "rank 1: bad: <cohort_error()>" for each. Any error: "rank R: FAIL: ...". */
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cohort.h"
+#include "cohort_streams.h"
+
+#define MAX_KEYS 4096
+
+static int rank = -1;
+static char owned[MAX_KEYS][256];
+static uint64_t owned_epoch[MAX_KEYS];
+static int n_owned;
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void append(const char *name, const char *line)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", getenv("STREAMS_TEST_OUT"), name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        (void)!write(fd, line, strlen(line));
+        close(fd);
+    }
+}
+
+static int fail(struct cohort *c)
+{
+    printf("rank %d: FAIL: %s\n", rank, cohort_error(c));
+    fflush(stdout);
+    return 1;
+}
+
+/* Handles every event waiting (up to 50 ms for the first): 0 or -1.
+ * record: the events are logged and the keys kept (else only released). */
+static int handle(struct cohort_streams *s, bool record)
+{
+    struct cohort_stream_event ev;
+    int r;
+    char name[32], line[400];
+    snprintf(name, sizeof name, "events.%d", rank);
+    while ((r = cohort_streams_poll(s, &ev, 50)) == 1) {
+        bool assign = ev.type == COHORT_STREAM_ASSIGN;
+        if (!record || strncmp(ev.key, "done-", 5) == 0) { /* all_done's */
+            if (!assign && cohort_streams_release(s, &ev) != 0)
+                return -1;
+            continue;
+        }
+        snprintf(line, sizeof line, "%lld %s %s %llu\n", now_ns(), assign ? "assign" : "revoke",
+                 ev.key, (unsigned long long)ev.epoch);
+        append(name, line);
+        int i = 0;
+        while (i < n_owned && strcmp(owned[i], ev.key) != 0)
+            i++;
+        if (assign && i == n_owned && n_owned < MAX_KEYS) {
+            snprintf(owned[n_owned], sizeof owned[0], "%s", ev.key);
+            owned_epoch[n_owned++] = ev.epoch;
+        } else if (assign) {
+            owned_epoch[i] = ev.epoch;
+        } else {
+            if (i < n_owned) {
+                n_owned--;
+                memcpy(owned[i], owned[n_owned], sizeof owned[0]);
+                owned_epoch[i] = owned_epoch[n_owned];
+            }
+            if (cohort_streams_release(s, &ev) != 0)
+                return -1;
+        }
+    }
+    return r;
+}
+
+/* Until every one of n streams is placed (and any of all_done's), none
+ * moving, with workers in. */
+static int settle(struct cohort_streams *s, uint64_t n, uint64_t workers)
+{
+    for (;;) {
+        struct cohort_streams_status st;
+        if (handle(s, true) < 0 || cohort_streams_status(s, &st) != 0)
+            return -1;
+        if (st.streams >= n && !st.moving && !st.unplaced && st.workers == workers)
+            return handle(s, true); /* what came before the answer */
+    }
+}
+
+static void said(struct cohort *c, const char *what, int rc)
+{
+    printf("rank %d: bad: %s: %d %s\n", rank, what, rc, rc ? cohort_error(c) : "");
+}
+
+static void bad_calls(struct cohort *c, struct cohort_streams *s)
+{
+    char big[300];
+    memset(big, 'k', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    struct cohort_stream_event ev = {COHORT_STREAM_REVOKE, "cam-0", 999999};
+    said(c, "empty key", cohort_streams_add(s, "", 1));
+    said(c, "long key", cohort_streams_add(s, big, 1));
+    said(c, "NaN cost", cohort_streams_add(s, "x", NAN));
+    said(c, "negative cost", cohort_streams_add(s, "x", -1));
+    said(c, "foreign release", cohort_streams_release(s, &ev));
+    said(c, "negative load", cohort_streams_report(s, "cam-0", -2));
+    printf("rank %d: remove unknown: %d\n", rank, cohort_streams_remove(s, "no-such-cam"));
+    fflush(stdout);
+}
+
+/* With a victim gone no collective works: each rank left adds a stream
+ * "done-R" once its record is written, and goes on handling events until
+ * the set holds n + survivors streams (every survivor is done). */
+static int all_done(struct cohort_streams *s, uint64_t n, int survivors)
+{
+    char key[32];
+    snprintf(key, sizeof key, "done-%d", rank);
+    if (cohort_streams_add(s, key, 1e-6) != 0)
+        return -1;
+    for (;;) {
+        struct cohort_streams_status st;
+        if (handle(s, false) < 0 || cohort_streams_status(s, &st) != 0)
+            return -1;
+        if (st.streams == n + (uint64_t)survivors)
+            return 0;
+    }
+}
+
+static int run(struct cohort *c, struct cohort_streams *s, int size)
+{
+    long n = atol(getenv("STREAMS_TEST_N") ? getenv("STREAMS_TEST_N") : "200");
+    const char *v = getenv("STREAMS_TEST_VICTIM");
+    int victim = v && *v ? atoi(v) : -1;
+    for (long i = 0; rank == 0 && i < n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "cam-%ld", i);
+        if (cohort_streams_add(s, key, 1.0) != 0)
+            return -1;
+    }
+    if (getenv("STREAMS_TEST_BAD") && rank == 1)
+        bad_calls(c, s);
+    if (settle(s, (uint64_t)n, (uint64_t)size) < 0 || cohort_barrier(c) != 0)
+        return -1;
+    if (victim >= 0 && rank == victim) {
+        char line[64];
+        snprintf(line, sizeof line, "%lld %d\n", now_ns(), n_owned);
+        append("killed", line);
+        raise(SIGKILL);
+    }
+    if (victim >= 0 && settle(s, (uint64_t)n, (uint64_t)size - 1) < 0)
+        return -1;
+    char name[32], line[128];
+    snprintf(name, sizeof name, "owned.%d", rank);
+    for (int i = 0; i < n_owned; i++) {
+        snprintf(line, sizeof line, "%s %llu\n", owned[i], (unsigned long long)owned_epoch[i]);
+        append(name, line);
+    }
+    printf("rank %d: ok %d owned\n", rank, n_owned);
+    fflush(stdout);
+    return victim >= 0 ? all_done(s, (uint64_t)n, size - 1) : 0;
+}
+
+int main(void)
+{
+    struct cohort *c;
+    if (cohort_init(&c, NULL) != 0)
+        return fail(c);
+    rank = cohort_rank(c);
+    int size = cohort_size(c);
+    const char *caps = getenv("STREAMS_TEST_CAPS");
+    double cap = caps && strcmp(caps, "1,2") == 0 && rank % 2 ? 2.0 : 1.0;
+    struct cohort_streams *s;
+    if (cohort_streams_open(c, "cams", cap, &s) != 0)
+        return fail(c);
+    if (run(c, s, size) != 0) {
+        fail(c);
+        cohort_streams_close(s);
+        return 1;
+    }
+    int rc = cohort_streams_close(s);
+    if (getenv("STREAMS_TEST_VICTIM") && *getenv("STREAMS_TEST_VICTIM"))
+        return 0; /* the close's barrier fails: the victim is gone */
+    if (rc != 0)
+        return fail(c);
+    return cohort_finalize(c) != 0;
+}
