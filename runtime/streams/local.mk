@@ -9,6 +9,14 @@ runtime_streams_libcohort_place_la_SOURCES = runtime/streams/place.h \
 	runtime/streams/place_move.c
 runtime_streams_libcohort_place_la_LIBADD = -lm
 
+## The placement against modulo and unbounded consistent hashing
+## (`make bench/place_bench`; docs/performance.md, "Streams").
+EXTRA_PROGRAMS += bench/place_bench
+bench_place_bench_LDADD = runtime/streams/libcohort_place.la \
+	runtime/planner/libcohort_planner_base.la
+bench_place_bench_LDFLAGS = -no-install
+EXTRA_DIST += bench/streams-bench.sh
+
 noinst_LTLIBRARIES += runtime/streams/libcohort_streams_msg.la
 runtime_streams_libcohort_streams_msg_la_SOURCES = runtime/streams/streams_msg.h \
 	runtime/streams/streams_msg.c

@@ -247,6 +247,8 @@ int place_add(struct place *p, const char *key, double cost, struct cohort_err *
     s->state = ST_UNPLACED;
     p->table[slot(p, key, s->hash)] = (uint32_t)p->ns++;
     p->total_cost += cost;
+    if (!p->min_cost || cost < p->min_cost)
+        p->min_cost = cost;
     int32_t to = place_choose(p, s, -1, true);
     if ((to >= 0 && place_assign(p, s, (uint32_t)to) < 0) || place_settle(p) < 0) {
         cohort_fail(err, "out of memory");

@@ -81,11 +81,22 @@ static int move_off(struct place *p, struct stream *s, uint32_t w, bool *moved)
     return place_revoke(p, s, to);
 }
 
+/* Whether a worker but w has room for the cheapest stream the set has
+ * had (a quick no before looking at w's streams one by one). */
+static bool any_room(const struct place *p, uint32_t w)
+{
+    for (uint32_t x = 0; x < p->nw; x++)
+        if (x != w && p->w[x].alive &&
+            p->w[x].load + p->min_cost <= place_bound_of(p, x, p->total_cost) * (1 + 1e-12))
+            return true;
+    return false;
+}
+
 int place_settle(struct place *p)
 {
     for (uint32_t w = 0; w < p->nw; w++) {
         double bound = place_bound_of(p, w, p->total_cost);
-        if (!p->w[w].alive || p->w[w].load <= bound * (1 + 1e-12))
+        if (!p->w[w].alive || p->w[w].load <= bound * (1 + 1e-12) || !any_room(p, w))
             continue;
         struct cand *c;
         long n = candidates(p, w, false, &c);

@@ -53,6 +53,7 @@ struct place {
     uint32_t walk;          /* the preference walk's generation */
     double total_cost;      /* of live (not removed) streams */
     double total_cap;       /* of live workers */
+    double min_cost;        /* the cheapest stream ever added (0: none yet) */
     uint32_t live;
     uint64_t epoch;         /* the last epoch given */
     uint64_t moves;
