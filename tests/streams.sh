@@ -4,9 +4,10 @@
 # tests/streams/streams_check): 200 streams on 16 workers, each owned by
 # exactly one, none above the load bound; capacities 1:2; a worker
 # SIGKILLed: its streams, and only those, go to the others (the time it
-# took is printed, not judged: speed is in the benchmarks); never two
-# owners at once (from every worker's log of events); bad input, one line
-# each. TAP.
+# took is printed, not judged: speed is in the benchmarks); a worker
+# stopped past its lease, fenced and back; load reports that make a
+# worker shed; never two owners at once (from every worker's log of
+# events); bad input, one line each. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/streams/streams_check"
@@ -23,11 +24,15 @@ summary() {
     awk '/^spawn: / { sp = $0 } / FAIL: / && !f { f = $0 } / ok / { n++ }
          END { print sp "; " n + 0 " ok" (f ? "; " f : "") }' "$tmp/out"
 }
-# judge N [VICTIM]: from the logs, one line of findings; exit 0 when right.
+# judge N [VICTIM [STOPPED]]: from the logs, one line of findings; exit 0
+# when right. A stream given on while the STOPPED rank still believed it
+# owned it is right only at a larger epoch, and only if that rank was then
+# told REVOKE at its own epoch (fenced).
 judge() {
-    python3 - "$tmp/o" "$1" "${2:--1}" <<'EOF'
+    python3 - "$tmp/o" "$1" "${2:--1}" "${3:--1}" <<'EOF'
 import glob, os, sys
-d, n, victim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+d, n, victim, stopped = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+fenced = []
 bad = []
 owned = {}
 for f in glob.glob(os.path.join(d, "owned.*")):
@@ -59,7 +64,9 @@ if victim >= 0:
 for t, r, what, key, epoch in events:
     if what == "assign":
         h = holder.get(key)
-        if h is not None and h != victim:
+        if h is not None and h == stopped and last_epoch[key] < epoch:
+            fenced.append((key, last_epoch[key]))
+        elif h is not None and h != victim:
             bad.append("%s assigned to rank %d at epoch %d while rank %d held it" % (key, r, epoch, h))
         if epoch <= last_epoch.get(key, 0):
             bad.append("%s: epoch %d after %d" % (key, epoch, last_epoch[key]))
@@ -82,6 +89,13 @@ if victim >= 0:
     last = max([t for t, key in after if key in mine] or [killed])
     extra = "; the victim's %d streams reached others %.1f ms after its kill, %d others moved" % (
         len(mine), (last - killed) / 1e6, len(others))
+told = {(key, epoch) for t, r, what, key, epoch in events if r == stopped and what == "revoke"}
+if any(f not in told for f in fenced):
+    bad.append("a stream was taken from the stopped rank without a REVOKE at its epoch")
+if stopped >= 0:
+    extra += "; %d streams given on while rank %d was stopped, each at a larger epoch, each REVOKEd to it at its own" % (len(fenced), stopped)
+    if not fenced:
+        bad.append("nothing was taken from the stopped rank")
 print("%d streams owned, at most %d and at least %d per worker%s%s" % (
     len(owned), max(per.values() or [0]), min(per.values() or [0]), extra,
     ("; " + "; ".join(bad[:3])) if bad else ""))
@@ -107,6 +121,16 @@ run 16 2 STREAMS_TEST_VICTIM=5 COHORT_TIMEOUT=60
 why=$(judge 200 5)
 [ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 15 ]
 ok $? "16 workers, rank 5 SIGKILLed: its streams reach the 15 others, at most 5 % of the others move, no stream has two owners ($why; $(summary))"
+
+run 8 2 STREAMS_TEST_N=100 STREAMS_TEST_STOP=3 STREAMS_TEST_LEASE=1
+why=$(judge 100 -1 3)
+[ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 8 ]
+ok $? "rank 3 SIGSTOPped past its lease (1 s): its streams go to others, it is told REVOKE for each when it resumes, then joins again; no stream has two owners but fenced ones ($why; $(summary))"
+
+run 8 2 STREAMS_TEST_N=100 STREAMS_TEST_SHED=1
+why=$(judge 100)
+[ $? = 0 ] && grep -q "^rank 1: revoked [1-9]" "$tmp/out" && [ "$(grep -c ': ok ' "$tmp/out")" = 8 ]
+ok $? "load reports: rank 1 at 100x the others' load per stream sheds streams after shed_after_s (1 s) ($(grep -m1 '^rank 1: revoked' "$tmp/out"); $why; $(summary))"
 
 run 4 2 STREAMS_TEST_N=20 STREAMS_TEST_BAD=1
 grep -q "^rank 1: bad: empty key: -1 cohort: cohort_streams_add: a stream key that is empty: give 1 to 255 bytes" "$tmp/out" &&

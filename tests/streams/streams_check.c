@@ -15,6 +15,11 @@
  * "KEY EPOCH" a line, prints "rank R: ok N owned" and closes the set (with
  * a victim, once every rank left has written its record, see all_done;
  * the close's barrier then fails: the victim is gone).
+ * STREAMS_TEST_STOP=R (with STREAMS_TEST_LEASE=1, the set's lease in s):
+ * rank R SIGSTOPs itself (the time in $STREAMS_TEST_OUT/stopped) until
+ * its lease ran out and its streams went elsewhere, then is resumed
+ * (stop_phase). STREAMS_TEST_SHED=1: load reports make rank 1 shed
+ * (shed_phase, shed_after_s 1).
  * STREAMS_TEST_BAD=1: rank 1 tries what must fail and prints
  * "rank 1: bad: <cohort_error()>" for each. Any error: "rank R: FAIL: ...". */
 #include <fcntl.h>
@@ -37,6 +42,7 @@ static int rank = -1;
 static char owned[MAX_KEYS][256];
 static uint64_t owned_epoch[MAX_KEYS];
 static int n_owned;
+static long n_revoked; /* REVOKEs handled */
 
 static long long now_ns(void)
 {
@@ -95,6 +101,7 @@ static int handle(struct cohort_streams *s, bool record)
                 memcpy(owned[i], owned[n_owned], sizeof owned[0]);
                 owned_epoch[i] = owned_epoch[n_owned];
             }
+            n_revoked++;
             if (cohort_streams_release(s, &ev) != 0)
                 return -1;
         }
@@ -154,7 +161,46 @@ static int all_done(struct cohort_streams *s, uint64_t n, int survivors)
     }
 }
 
-static int run(struct cohort *c, struct cohort_streams *s, int size)
+/* STREAMS_TEST_STOP=R: rank R stops itself (SIGSTOP) until the others
+ * have seen its lease run out and its streams placed elsewhere; rank 0
+ * then resumes it and everyone settles again with R back in. */
+static int stop_phase(struct cohort *c, struct cohort_streams *s, uint64_t n, int size,
+                      int stopped, const pid_t *pids)
+{
+    if (rank == stopped) {
+        char line[64];
+        snprintf(line, sizeof line, "%lld %d\n", now_ns(), n_owned);
+        append("stopped", line);
+        raise(SIGSTOP);
+    } else if (settle(s, n, (uint64_t)size - 1) < 0) {
+        return -1;
+    }
+    if (rank == 0)
+        kill(pids[stopped], SIGCONT);
+    return settle(s, n, (uint64_t)size) < 0 || cohort_barrier(c) != 0 ? -1 : 0;
+}
+
+/* STREAMS_TEST_SHED=1: rank 1 reports a load of 100 on each stream it
+ * owns, every other rank 1 on each of its own; rank 1 goes on until it
+ * was told REVOKE (shed), then everyone settles again. */
+static int shed_phase(struct cohort *c, struct cohort_streams *s, uint64_t n, int size)
+{
+    for (int i = 0; i < n_owned; i++)
+        if (cohort_streams_report(s, owned[i], rank == 1 ? 100.0 : 1.0) != 0)
+            return -1;
+    if (cohort_barrier(c) != 0)
+        return -1;
+    while (rank == 1 && n_revoked == 0) {
+        struct cohort_streams_status st;
+        if (handle(s, true) < 0 || cohort_streams_status(s, &st) != 0)
+            return -1;
+    }
+    printf("rank %d: revoked %ld\n", rank, n_revoked);
+    return cohort_barrier(c) != 0 || settle(s, n, (uint64_t)size) < 0 || cohort_barrier(c) != 0
+               ? -1 : 0;
+}
+
+static int run(struct cohort *c, struct cohort_streams *s, int size, const pid_t *pids)
 {
     long n = atol(getenv("STREAMS_TEST_N") ? getenv("STREAMS_TEST_N") : "200");
     const char *v = getenv("STREAMS_TEST_VICTIM");
@@ -177,6 +223,11 @@ static int run(struct cohort *c, struct cohort_streams *s, int size)
     }
     if (victim >= 0 && settle(s, (uint64_t)n, (uint64_t)size - 1) < 0)
         return -1;
+    const char *st = getenv("STREAMS_TEST_STOP");
+    if (st && *st && stop_phase(c, s, (uint64_t)n, size, atoi(st), pids) < 0)
+        return -1;
+    if (getenv("STREAMS_TEST_SHED") && shed_phase(c, s, (uint64_t)n, size) < 0)
+        return -1;
     char name[32], line[128];
     snprintf(name, sizeof name, "owned.%d", rank);
     for (int i = 0; i < n_owned; i++) {
@@ -197,10 +248,18 @@ int main(void)
     int size = cohort_size(c);
     const char *caps = getenv("STREAMS_TEST_CAPS");
     double cap = caps && strcmp(caps, "1,2") == 0 && rank % 2 ? 2.0 : 1.0;
-    struct cohort_streams *s;
-    if (cohort_streams_open(c, "cams", cap, &s) != 0)
+    pid_t me = getpid(), *pids = malloc(sizeof *pids * (size_t)size);
+    if (!pids || cohort_allgather(c, &me, sizeof me, pids) != 0)
         return fail(c);
-    if (run(c, s, size) != 0) {
+    struct cohort_streams_opts o = {.size = sizeof o};
+    o.lease_timeout_s = getenv("STREAMS_TEST_LEASE") ? atoi(getenv("STREAMS_TEST_LEASE")) : 0;
+    o.shed_after_s = getenv("STREAMS_TEST_SHED") ? 1 : 0;
+    struct cohort_streams *s;
+    if (cohort_streams_open_opts(c, "cams", cap, &o, &s) != 0)
+        return fail(c);
+    int rc0 = run(c, s, size, pids);
+    free(pids);
+    if (rc0 != 0) {
         fail(c);
         cohort_streams_close(s);
         return 1;
