@@ -132,6 +132,20 @@ pid=$(sed -n 's/^rank 1: stopping the coordinator (pid \([1-9][0-9]*\))$/\1/p' "
     [ "$(grep -c "FAIL: cohort: cohort_work_.*: the work coordinator of queue 'q' (.*) did not answer within 3 s" "$tmp/out")" = 4 ]
 ok $? "the coordinator SIGSTOPped: every rank's next call fails at its deadline with one line naming it ($(summary))"
 
+# --- a coordinator gone before the ranks dial it --------------------------------
+# A stand-in that reads the start record and gives a port nobody listens on
+# (the coordinator died after it said where it listens): every rank's dial
+# is refused and fails at once, not at its deadline (60 s here).
+cat >"$tmp/gone-coord" <<'EOF2'
+#!/bin/sh
+cat >/dev/null
+exec python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
+EOF2
+chmod +x "$tmp/gone-coord"
+run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/gone-coord" COHORT_TIMEOUT=60
+[ "$(grep -c "FAIL: cohort: cohort_work_open: cannot reach the work coordinator rank 0 started (gone?): the work coordinator of queue 'q' (.*) refused the connection: it was listening, so it is gone" "$tmp/out")" = 4 ]
+ok $? "the coordinator gone before the ranks dial it: every rank fails at once naming it, not at the deadline ($(summary))"
+
 # --- the example -----------------------------------------------------------
 "$spawn" 8 2 -- "$COHORT_BUILDDIR/examples/work_queue" 400 1 >"$tmp/out" 2>&1
 [ "$(awk '/^rank [0-9]+: [0-9]+ items/ { n += $3; r++ } END { print r "/" n }' "$tmp/out")" = 8/400 ] &&

@@ -71,6 +71,19 @@ static void fail(struct net *n, struct net_conn *c, int code, const char *fmt, .
     net_event_add(n, c, NET_EV_FAILED);
 }
 
+/* A refused connection to a target that listened before its address was
+ * given out, on its last address: it is gone, no wait will bring it back.
+ * True when that failed the dial. */
+static bool gone(struct net *n, struct net_conn *c, int err)
+{
+    struct net_dial *d = c->dial;
+    if (err != ECONNREFUSED || !d->t.listening || (d->cur && d->cur->ai_next))
+        return false;
+    fail(n, c, COHORT_E_PEER_LOST, "%s refused the connection: it was listening, so it is gone",
+         d->t.name);
+    return true;
+}
+
 /* Not there, or it closed before challenging: the next address at once,
  * or all of them again after a growing wait. */
 static void retry(struct net_conn *c)
@@ -170,7 +183,8 @@ static void start_connect(struct net *n, struct net_conn *c)
         return;
     }
     if (errno != EINPROGRESS) {
-        retry(c);
+        if (!gone(n, c, errno))
+            retry(c);
         return;
     }
     c->state = NET_CONNECTING;
@@ -290,7 +304,9 @@ void net_dial_step(struct net *n, struct net_conn *c, unsigned events)
         socklen_t sl = sizeof soerr;
         if (events && getsockopt(c->c.fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && !soerr)
             connected(n, c);
-        else if (events || now >= c->deadline)
+        else if ((events && gone(n, c, soerr)) || !(events || now >= c->deadline))
+            return;
+        else
             retry(c); /* refused, unreachable, or this address did not answer in time */
         return;
     }
