@@ -220,6 +220,18 @@ int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
     return rc;
 }
 
+int coord_gather(struct cohort *c, const void *mine, size_t len, uint8_t **all)
+{
+    *all = malloc(len * (size_t)cohort_size(c));
+    if (!*all)
+        return cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");
+    if (cohort_allgather(c, mine, len, *all) == 0)
+        return 0;
+    free(*all);
+    *all = NULL;
+    return -1;
+}
+
 void coord_link_free(struct coord_link *l)
 {
     net_free(l->net);

@@ -35,6 +35,11 @@ struct coord_link {
 int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
                     const char *what, struct coord_config *cfg);
 
+/* Collective: every rank's len bytes, in rank order, into a malloc'd
+ * *all (the arguments of an open, checked alike on every rank). 0, or -1
+ * with c's error set. */
+int coord_gather(struct cohort *c, const void *mine, size_t len, uint8_t **all);
+
 /* Closes the connection, reaps the coordinator if it is done (rank 0). */
 void coord_link_free(struct coord_link *l);
 

@@ -106,14 +106,10 @@ static void args_mine(struct cohort *c, const char *name, double capacity,
 static int agree(struct cohort *c, const struct args *mine)
 {
     int size = cohort_size(c);
-    uint8_t in[ARGS_LEN], *all = malloc((size_t)ARGS_LEN * (size_t)size);
-    if (!all)
-        return cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");
+    uint8_t in[ARGS_LEN], *all;
     args_put(mine, in);
-    if (cohort_allgather(c, in, ARGS_LEN, all) != 0) {
-        free(all);
+    if (coord_gather(c, in, ARGS_LEN, &all) < 0)
         return -1;
-    }
     struct args first, a;
     args_get(all, &first);
     int rc = 0;
