@@ -228,10 +228,10 @@ static int run(struct cohort *c, struct cohort_streams *s, int size, const pid_t
         return -1;
     if (getenv("STREAMS_TEST_SHED") && shed_phase(c, s, (uint64_t)n, size) < 0)
         return -1;
-    char name[32], line[128];
+    char name[32], line[300];
     snprintf(name, sizeof name, "owned.%d", rank);
     for (int i = 0; i < n_owned; i++) {
-        snprintf(line, sizeof line, "%s %llu\n", owned[i], (unsigned long long)owned_epoch[i]);
+        snprintf(line, sizeof line, "%.255s %llu\n", owned[i], (unsigned long long)owned_epoch[i]);
         append(name, line);
     }
     printf("rank %d: ok %d owned\n", rank, n_owned);

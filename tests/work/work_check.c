@@ -32,7 +32,8 @@
  *                         then go on: every rank's next call fails at its
  *                         deadline (COHORT_TIMEOUT);
  *   COHORT_TEST_DO=foreign commit an id it does not hold ("rank R: foreign:
- *                         <cohort_error()>"), then go on. */
+ *                         <cohort_error()>"), then go on (after the queue
+ *                         ended, if it ended before that lease). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -124,7 +125,7 @@ static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, u
     }
     if (strcmp(what, "foreign") == 0) {
         uint64_t items = (uint64_t)env_long("COHORT_TEST_ITEMS", 10000);
-        uint64_t other = ids[n - 1] + 1 < items ? ids[n - 1] + 1 : 0;
+        uint64_t other = n > 0 && ids[n - 1] + 1 < items ? ids[n - 1] + 1 : 0;
         int rc = cohort_work_commit(w, &other, 1);
         printf("rank %d: foreign: %d %s\n", rank, rc, rc < 0 ? cohort_error(c) : "");
         fflush(stdout);
@@ -179,6 +180,9 @@ static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
         record("committed", ids, n);
         done += n;
     }
+    if (n == 0 && is_victim && leases < env_long("COHORT_TEST_AT", 1) &&
+        strcmp(getenv("COHORT_TEST_DO"), "foreign") == 0)
+        victim(w, c, pids, ids, 0); /* the queue ended first: a foreign id all the same */
     free(ids);
     if (n == 0 && is_victim && leases < env_long("COHORT_TEST_AT", 1) &&
         strcmp(getenv("COHORT_TEST_DO"), "kill") == 0)
