@@ -273,6 +273,7 @@ void sched_deactivate(struct sched *s, struct worker *wk)
     wk->active = false;
     wk->probes = 0;
     wk->pending = 0;
+    wk->pending_ms = 0;
 }
 
 void sched_status(const struct sched *s, struct sched_status *st)

@@ -46,7 +46,8 @@ struct worker {
     struct rangeset revoked;
     double rate;            /* items per ms; 0: not measured */
     int64_t busy_since;     /* start of the interval the next commit measures */
-    uint64_t pending;       /* items done in it so far (intervals under 1 ms) */
+    uint64_t pending;       /* items done in intervals too short to measure so far */
+    int64_t pending_ms;     /* the busy time of those intervals */
     unsigned probes;        /* commits too quick to measure: first leases double */
     bool lost, active;      /* active: has leased since it (re)joined */
     struct sched_worker_stats st;

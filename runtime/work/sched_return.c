@@ -135,21 +135,26 @@ int sched_expire(struct sched *s, int64_t now, struct cohort_err *err)
     return 0;
 }
 
-/* Worker wk did `done` items by now: its rate, measured over at least 1 ms. */
+/* Worker wk did `done` items by now: its rate, measured over at least 1
+ * ms of its busy time, its first one over at least SCHED_FIRST_SAMPLE_MS
+ * (on a millisecond clock a shorter first sample can be off by 2x, and the
+ * first lease sized from it would hold up to twice the target). Short
+ * intervals add up, items and busy time alike. */
 static void measure(struct sched *s, struct worker *wk, int64_t now, uint64_t done)
 {
     if (!done || !wk->active)
         return;
     wk->pending += done;
-    int64_t dt = now - wk->busy_since;
-    if (dt < 1) {
+    wk->pending_ms += now - wk->busy_since; /* busy time only: a grant restarts the clock */
+    wk->busy_since = now;
+    if (wk->pending_ms < (wk->rate > 0 ? 1 : SCHED_FIRST_SAMPLE_MS)) {
         wk->probes += wk->rate == 0;
         return;
     }
-    double sample = (double)wk->pending / (double)dt;
+    double sample = (double)wk->pending / (double)wk->pending_ms;
     sched_set_rate(s, wk, wk->rate > 0 ? wk->rate + RATE_WEIGHT * (sample - wk->rate) : sample);
     wk->pending = 0;
-    wk->busy_since = now;
+    wk->pending_ms = 0;
 }
 
 /* What commit and fail do to p..q-1, held by worker wi in segment si of l:

@@ -15,7 +15,8 @@
  *   the items per ms a worker commits (stale items count: the work was
  *   done), measured from when it began holding a lease or last committed.
  *   Before its first measurement a worker gets first_lease items, doubled
- *   with each commit that was too quick to measure. Toward the end no
+ *   with each commit that came before SCHED_FIRST_SAMPLE_MS of its work
+ *   (the first sample is taken over at least that long). Toward the end no
  *   lease is larger than half the worker's share of the queue
  *   (queued x its rate / all active workers' rates / 2), so leases shrink
  *   geometrically and every worker ends within about one item's time.
@@ -52,6 +53,7 @@
 #define SCHED_DEFAULT_MAX_ATTEMPTS 3u
 #define SCHED_DEFAULT_TARGET_MS 500
 #define SCHED_DEFAULT_FIRST_LEASE 1u
+#define SCHED_FIRST_SAMPLE_MS 10 /* a worker's first rate is measured over this much */
 
 /* Every field 0 means its default. */
 struct sched_opts {

@@ -347,6 +347,35 @@ static int run_speeds(const double *sp, unsigned nw, uint64_t n, double item_ms,
     return 0;
 }
 
+/* One worker whose items take 0.5 ms, on the coordinator's millisecond
+ * clock: each time it passes is the real time (in us here) cut to whole
+ * ms, so a lease of 1.05 ms can read as 1 ms or as 2. A first rate taken
+ * over the first ms or two comes out up to 2x too high, and the lease
+ * sized from it holds that much more than the target. */
+static void test_first_leases(void)
+{
+    struct sched *s;
+    struct cohort_err err;
+    static uint64_t ids[CAP];
+    if (sched_create(200000, 1, NULL, &s, &err) < 0)
+        return;
+    int64_t us = 0;
+    double max_ms = 0;
+    for (int i = 0; i < 40; i++) {
+        struct sched_grant g;
+        if (sched_lease(s, 0, us / 1000, ids, CAP, &g, &err) != SCHED_OK)
+            break;
+        us += (int64_t)g.n * 500 + 50; /* 0.5 ms an item, 50 us a round trip */
+        max_ms = g.n * 0.5 > max_ms ? g.n * 0.5 : max_ms;
+        if (sched_commit(s, 0, us / 1000, ids, g.n, NULL, NULL, &err) < 0)
+            break;
+    }
+    ok(max_ms <= 1.2 * SCHED_DEFAULT_TARGET_MS,
+       "items of 0.5 ms on a millisecond clock: the largest of the first 40 leases holds %.0f "
+       "ms of work (target %d, at most 1.2x)", max_ms, SCHED_DEFAULT_TARGET_MS);
+    sched_destroy(s);
+}
+
 static void test_adaptive(const double *sp, unsigned nw, const char *name, unsigned fast,
                           unsigned slow)
 {
@@ -548,6 +577,7 @@ int main(void)
     test_random();
     test_adaptive((const double[]){1, 2, 4}, 3, "1:2:4", 2, 0);
     test_adaptive((const double[]){1, 1, 1, 0.25}, 4, "1:1:1:0.25", 0, 3);
+    test_first_leases();
     test_timeout();
     test_attempts();
     test_resume_and_bad_input();
