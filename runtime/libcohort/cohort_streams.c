@@ -192,17 +192,27 @@ static int take_frames(struct cohort_streams *s, const char *func, struct wire_f
 }
 
 /* Waits until an answer is there (1, in *f), until_ms passes or, with
- * for_event, an event is queued (0), or the coordinator is gone (-1). */
+ * for_event, an event is queued (0), or the coordinator is gone (-1).
+ * What has arrived by until_ms is taken in, even when it has passed. */
 static int wait_answer(struct cohort_streams *s, const char *func, long long until_ms,
                        bool for_event, struct wire_frame *f)
 {
+    bool read_now = false;
     for (;;) {
         int rc = take_frames(s, func, f);
         if (rc != 0)
             return rc;
         long long now = net_now_ms();
-        if (now >= until_ms || (for_event && s->ev_len))
+        if (for_event && s->ev_len)
             return 0;
+        if (now >= until_ms) { /* what has come, without waiting: then done */
+            struct net_event *ev;
+            struct cohort_err e;
+            if (read_now || net_poll(s->link.net, 0, &ev, &e) < 0)
+                return 0;
+            read_now = true;
+            continue;
+        }
         int ms = until_ms - now < WAIT_SLICE_MS ? (int)(until_ms - now) : WAIT_SLICE_MS;
         if (!s->link.conn->c.out_len) {
             net_wait_read(s->link.net, s->link.conn, ms);
@@ -303,7 +313,8 @@ int cohort_streams_open_opts(struct cohort *c, const char *name, double capacity
     bool noop;
     if (coord_link_open(&s->link, c, "cohort_streams_open", what, &cfg) < 0 ||
         call(s, "cohort_streams_open", STREAMS_JOIN,
-             streams_f64_bits(capacity > 0 ? capacity : 1.0), NULL, &noop) < 0) {
+             streams_f64_bits(capacity > 0 ? capacity : 1.0), NULL, &noop) < 0 ||
+        cohort_barrier(c) != 0) { /* every worker in before any stream is added */
         streams_free(s);
         return -1;
     }
@@ -397,8 +408,6 @@ int cohort_streams_poll(struct cohort_streams *s, struct cohort_stream_event *ev
             return -1;
         if (s->ev_len)
             continue;
-        if (now >= end)
-            return 0;
         struct wire_frame f;
         int rc = wait_answer(s, func, end < ping ? end : ping, true, &f);
         if (rc < 0)
@@ -406,6 +415,8 @@ int cohort_streams_poll(struct cohort_streams *s, struct cohort_stream_event *ev
         if (rc > 0) /* an answer to no request */
             return gone(s, func, COHORT_ERR_NETWORK, "answered a request never made (another "
                         "cohort version?)");
+        if (!s->ev_len && net_now_ms() >= end)
+            return 0;
     }
 }
 

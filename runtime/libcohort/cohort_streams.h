@@ -31,9 +31,11 @@
  * is known dead (its connection closed: its streams are assigned elsewhere
  * at once), or its lease ran out: a worker that does not call into the
  * set (cohort_streams_poll is enough) for lease_timeout_s loses its
- * streams, and is told REVOKE for them when it calls again. Every
- * ownership has a larger epoch than the one before: a late owner's results
- * carry an older epoch than the current owner's.
+ * streams, and is told REVOKE for them when it calls again. A worker that
+ * stalls that long cannot be stopped by anyone but itself: until it calls
+ * again it may still work on streams another worker now owns. Every
+ * ownership has a larger epoch than the one before, so tag results with
+ * the epoch: a late owner's carry an older one than the current owner's.
  *
  * Every call may wait for the coordinator's answer; none waits without a
  * deadline. Calls on one set from one thread at a time. */
@@ -67,9 +69,9 @@ struct cohort_streams_opts {
 };
 
 /* Collective: every rank joins the set (name, 1..128 characters, the same
- * on every rank) as a worker of the given capacity (> 0; e.g. 2.0 for a
- * worker twice as fast; 0 means 1.0). 0, or -1 with the reason in
- * cohort_error(c). */
+ * on every rank) as a worker of the given capacity (> 0, relative to the
+ * others': e.g. 2.0 for a worker twice as fast; 0 means 1.0), and returns
+ * once every rank is in. 0, or -1 with the reason in cohort_error(c). */
 int cohort_streams_open(struct cohort *c, const char *name, double capacity,
                         struct cohort_streams **s);
 /* The same with options (NULL: the defaults); every rank gives the same. */
@@ -84,13 +86,14 @@ int cohort_streams_add(struct cohort_streams *s, const char *key, double cost);
 int cohort_streams_remove(struct cohort_streams *s, const char *key);
 
 /* The next change of this worker's streams: 1 with *ev filled, 0 when none
- * came within timeout_ms (0: do not wait), -1 on error. */
+ * came within timeout_ms (0: only what has arrived), -1 on error. */
 int cohort_streams_poll(struct cohort_streams *s, struct cohort_stream_event *ev,
                         int timeout_ms);
 
 /* This worker has stopped working on the stream of ev (a REVOKE, or an
- * ASSIGN it gives up: the stream goes to another worker where one has
- * room). Only then may another worker get it. A release of an ownership
+ * ASSIGN it gives up: the stream goes to another worker, one with room if
+ * any; with no other worker in the set it comes back to this one under a
+ * new epoch). Only then may another worker get it. A release of an ownership
  * that already ended (the stream moved on after this worker's lease ran
  * out, or was removed) is a no-op. -1 when this worker does not own it at
  * that epoch (named in cohort_error). */
@@ -116,8 +119,9 @@ struct cohort_streams_status {
  * 0 or -1. */
 int cohort_streams_status(struct cohort_streams *s, struct cohort_streams_status *st);
 
-/* Collective: this worker leaves the set (its streams go to the workers
- * still in it), then waits for every rank to close; frees s. 0 or -1. */
+/* Collective: this worker leaves the set, its streams going at once to
+ * the workers still in it (stop working on them first), then waits for
+ * every rank to close; frees s. 0 or -1. */
 int cohort_streams_close(struct cohort_streams *s);
 
 #ifdef __cplusplus

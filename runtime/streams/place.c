@@ -375,3 +375,37 @@ bool place_owner(const struct place *p, const char *key, uint32_t *w, uint64_t *
     *epoch = s->epoch;
     return true;
 }
+
+int place_check(const struct place *p, struct cohort_err *err)
+{
+    double *load = calloc(p->nw, sizeof *load), cost = 0, cap = 0;
+    if (!load)
+        return cohort_fail(err, "out of memory");
+    int rc = 0;
+    uint32_t live = 0;
+    for (size_t i = 0; i < p->ns && rc == 0; i++) {
+        const struct stream *s = &p->s[i];
+        int32_t at = place_counted(s);
+        if (at >= 0)
+            load[at] += s->cost;
+        cost += s->removed ? 0 : s->cost;
+        if (place_find(p, s->key) != s)
+            rc = cohort_fail(err, "stream '%s' is not found by its key", s->key);
+        else if (s->state != ST_UNPLACED && (s->owner < 0 || (uint32_t)s->owner >= p->nw))
+            rc = cohort_fail(err, "stream '%s' has no owner", s->key);
+    }
+    for (uint32_t w = 0; w < p->nw && rc == 0; w++) {
+        live += p->w[w].alive;
+        cap += p->w[w].alive ? p->w[w].cap : 0;
+        if (fabs(load[w] - p->w[w].load) > 1e-6 * (cost > 1 ? cost : 1))
+            rc = cohort_fail(err, "worker %u: load %g, but its streams cost %g", w,
+                             p->w[w].load, load[w]);
+    }
+    if (rc == 0 && (live != p->live || fabs(cost - p->total_cost) > 1e-6 * (cost > 1 ? cost : 1) ||
+                    fabs(cap - p->total_cap) > 1e-6 * (cap > 1 ? cap : 1)))
+        rc = cohort_fail(err, "totals: %u live workers (counted %u), cost %g (counted %g), "
+                              "capacity %g (counted %g)",
+                         live, p->live, cost, p->total_cost, cap, p->total_cap);
+    free(load);
+    return rc;
+}

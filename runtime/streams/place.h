@@ -11,8 +11,9 @@
  * connections calls these functions and sends the actions.
  *
  * Decisions:
- * - The ring: a worker of capacity c has round(vnodes x c) points (at least
- *   one) at hashes of (worker, i); a stream (64-bit hash of its key) walks
+ * - The ring: a worker has vnodes points at the mean capacity of the live
+ *   workers, in proportion to its capacity (at least one, at most 16 x
+ *   vnodes), at hashes of (worker, i); a stream (64-bit hash of its key) walks
  *   the ring clockwise from its hash, and its preference list is the
  *   distinct live workers met on the way.
  * - Bounded loads: worker w may hold at most bound(w) = (1 + epsilon) x
@@ -103,7 +104,9 @@ int place_remove(struct place *p, const char *key, struct cohort_err *err);
  * late owner (the stream was given on since, is unplaced or was
  * forgotten: an epoch this set gave, older than the stream's now);
  * PLACE_EINVAL when w does not own key at that epoch. A release of a
- * stream not revoked gives it to another worker where one has room. */
+ * stream not revoked gives it to another worker (where one has room,
+ * else the least loaded other; with no other live worker, back to w
+ * under a new epoch). */
 int place_release(struct place *p, uint32_t w, const char *key, uint64_t epoch,
                   struct cohort_err *err);
 /* Worker w's measured load on key (>= 0, any unit, the same for all). */
@@ -133,5 +136,9 @@ double place_load(const struct place *p, uint32_t w);
 double place_bound(const struct place *p, uint32_t w);
 /* Key's owner and epoch: true, or false when it has none (or is unknown). */
 bool place_owner(const struct place *p, const char *key, uint32_t *w, uint64_t *epoch);
+/* The set's invariants (tests): every worker's load is the cost of the
+ * streams counted on it, the totals add up, every key is found. 0, or -1
+ * with err naming the first that does not hold. */
+int place_check(const struct place *p, struct cohort_err *err);
 
 #endif

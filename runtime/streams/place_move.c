@@ -64,7 +64,7 @@ static long candidates(struct place *p, uint32_t w, bool by_load, struct cand **
  * stream, however costly. */
 static int move_off(struct place *p, struct stream *s, uint32_t w, bool *moved)
 {
-    if (p->w[w].load - s->cost <= 1e-9 * s->cost) { /* alone there: it may stay */
+    if (p->w[w].load - s->cost < 0.5 * p->min_cost) { /* alone there: it may stay */
         *moved = true; /* (not a reason to stop looking) */
         return 0;
     }
@@ -140,6 +140,7 @@ static int join(struct place *p, uint32_t w, double cap, int64_t now)
     struct pworker *k = &p->w[w];
     k->cap = cap;
     k->alive = true;
+    k->expired = false;
     k->lease_until = now + p->o.lease_ms;
     k->over_since = 0;
     p->live++;
@@ -302,17 +303,21 @@ static int shedding(struct place *p, int64_t now, int64_t *next)
 int place_tick(struct place *p, int64_t now, int64_t *next, struct cohort_err *err)
 {
     *next = INT64_MAX;
-    bool any = false;
+    bool *now_expired = calloc(p->nw, sizeof *now_expired), any = false;
+    if (!now_expired)
+        return nomem(err);
     for (uint32_t w = 0; w < p->nw; w++) /* all of them first: none gets another's */
         if (p->w[w].alive && p->w[w].lease_until <= now) {
-            p->w[w].expired = any = true;
+            p->w[w].expired = now_expired[w] = any = true;
             leave(p, w);
         }
-    if (any && place_ring_build(p) < 0)
+    int rc = any ? place_ring_build(p) : 0;
+    for (uint32_t w = 0; rc == 0 && any && w < p->nw; w++)
+        if (now_expired[w]) /* its MOVING streams too, though none counts on it */
+            rc = place_drop_worker(p, w, true);
+    free(now_expired);
+    if (rc < 0)
         return nomem(err);
-    for (uint32_t w = 0; any && w < p->nw; w++)
-        if (p->w[w].expired && p->w[w].load != 0 && place_drop_worker(p, w, true) < 0)
-            return nomem(err);
     if (shedding(p, now, next) < 0)
         return nomem(err);
     for (uint32_t w = 0; w < p->nw; w++)

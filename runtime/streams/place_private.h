@@ -78,6 +78,8 @@ void place_forget(struct place *p, struct stream *s);
 /* Where s's cost counts: its owner, its target, or -1. */
 int32_t place_counted(const struct stream *s);
 
+#define PLACE_MAX_POINTS_FACTOR 16 /* a worker's ring points: at most this x vnodes */
+
 /* place_ring.c */
 int place_ring_build(struct place *p);
 /* The first live worker of the preference list of hash, or -1. */

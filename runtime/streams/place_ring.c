@@ -32,14 +32,23 @@ static int point_cmp(const void *a, const void *b)
     return x->w < y->w ? -1 : x->w > y->w;
 }
 
+/* Worker w's ring points: vnodes for the mean capacity, in proportion
+ * (at least 1, at most PLACE_MAX_POINTS_FACTOR x vnodes): capacities are
+ * relative, 1e6 and 1 give the same ring as 2e6 and 2. */
+static size_t points_of(const struct place *p, uint32_t w)
+{
+    double mean = p->live ? p->total_cap / p->live : 1;
+    double v = floor(p->o.vnodes * p->w[w].cap / mean + 0.5);
+    double most = (double)PLACE_MAX_POINTS_FACTOR * p->o.vnodes;
+    return v < 1 ? 1 : v > most ? (size_t)most : (size_t)v;
+}
+
 int place_ring_build(struct place *p)
 {
     size_t n = 0;
     for (uint32_t w = 0; w < p->nw; w++)
-        if (p->w[w].alive) {
-            double v = floor(p->o.vnodes * p->w[w].cap + 0.5);
-            n += v < 1 ? 1 : (size_t)v;
-        }
+        if (p->w[w].alive)
+            n += points_of(p, w);
     if (n > p->cappoints) {
         struct point *r = realloc(p->ring, n * sizeof *r);
         if (!r)
@@ -51,8 +60,7 @@ int place_ring_build(struct place *p)
     for (uint32_t w = 0; w < p->nw; w++) {
         if (!p->w[w].alive)
             continue;
-        double v = floor(p->o.vnodes * p->w[w].cap + 0.5);
-        size_t m = v < 1 ? 1 : (size_t)v;
+        size_t m = points_of(p, w);
         for (size_t i = 0; i < m; i++)
             p->ring[k++] = (struct point){mix(((uint64_t)w << 32 | i) ^ UINT64_C(0x5bd1e995)), w};
     }
@@ -91,7 +99,8 @@ double place_bound_of(const struct place *p, uint32_t w, double total_cost)
 static bool room(const struct place *p, uint32_t w, double cost)
 {
     const struct pworker *k = &p->w[w];
-    return k->load <= 0 || k->load + cost <= place_bound_of(p, w, p->total_cost) * (1 + 1e-12);
+    return k->load < 0.5 * p->min_cost || /* holds no stream (whatever rounding left) */
+           k->load + cost <= place_bound_of(p, w, p->total_cost) * (1 + 1e-12);
 }
 
 /* No worker of the walk had room: the live one (not exclude, when there

@@ -146,6 +146,8 @@ static int request(struct scoord *sc, uint32_t r, const struct wire_frame *f, in
     if (bare ? f->len != 0 : streams_msg_get(f->payload, f->len, with_key, &head, key, &e) < 0)
         return -1;
     int rc = place_renew(sc->p, r, now, &e);
+    if (rc == PLACE_ENOMEM)
+        sc->oom = true;
     tell(sc);
     switch (f->flags) {
     case STREAMS_JOIN: rc = place_join(sc->p, r, streams_f64(head), now, &e); break;

@@ -138,6 +138,7 @@ static void balance(void)
        "(at most 12.5 + 5 %%)", got, moved);
     m = worst(p, NW);
     ok(m <= 1.25 + 1e-9, "after it, max load %.3f x the mean", m);
+    ok(place_check(p, &e) == 0, "loads and totals add up (%s)", e.msg);
     place_free(p);
 
     double caps[NW];
@@ -208,6 +209,25 @@ static void ownership(void)
     ok(place_load(p, 0) > 0, "heard from again, it joins again and takes streams (%.0f)",
        place_load(p, 0));
     drain(p, v, 1);
+    ok(place_check(p, &e) == 0, "the set's loads and totals add up after all that (%s)",
+       e.msg);
+    place_free(p);
+
+    /* a silent owner whose only stream was revoked (so none counts on it) */
+    p = fresh(2, NULL, v);
+    place_add(p, "a", 1.0, &e);
+    uint32_t a_owner;
+    uint64_t a_epoch;
+    place_owner(p, "a", &a_owner, &a_epoch);
+    place_remove(p, "a", &e);
+    place_add(p, "a", 1.0, &e); /* back while its REVOKE is unanswered */
+    place_renew(p, 1 - a_owner, 29000, &e);
+    int64_t nx;
+    place_tick(p, 30000, &nx, &e);
+    has = place_owner(p, "a", &w, &ep);
+    ok(has && w == 1 - a_owner && ep > a_epoch && place_check(p, &e) == 0,
+       "a stream revoked from a worker that then goes silent goes to the other at its lease "
+       "(worker %u, epoch %llu)", w, (unsigned long long)ep);
     place_free(p);
     free(v);
 }

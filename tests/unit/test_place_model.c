@@ -51,7 +51,7 @@ static struct sim sim[NW];
 static int own[NK];            /* the owner by the actions; -1: none */
 static uint64_t last_epoch[NK];
 static long violations, assigns, revokes, stale_beliefs;
-static char first_violation[256];
+static char first_violation[640];
 
 static const char *key(int k)
 {
@@ -129,10 +129,10 @@ static void release_one(struct place *p, int w)
     drain(p);
 }
 
-static void time_passes(struct place *p, int64_t *now)
+static void time_passes(struct place *p, int64_t *now, int64_t by)
 {
     struct cohort_err e;
-    *now += pick(3000);
+    *now += by;
     for (int w = 0; w < NW; w++)
         if (!sim[w].dead && !sim[w].stopped && !sim[w].expired) {
             place_renew(p, (uint32_t)w, *now, &e);
@@ -188,9 +188,11 @@ static void one_op(struct place *p, int64_t *now)
             place_renew(p, (uint32_t)w, *now, &e);
         }
     } else {
-        time_passes(p, now);
+        time_passes(p, now, pick(3000));
     }
     drain(p);
+    if (place_check(p, &e) != 0)
+        violation(e.msg, -1);
 }
 
 int main(void)
@@ -206,6 +208,15 @@ int main(void)
     int64_t now = 0;
     for (int i = 0; i < OPS; i++)
         one_op(p, &now);
+    time_passes(p, &now, LEASE_MS + 1); /* every stopped worker's lease runs out */
+    long kept = 0;
+    for (int k = 0; k < NK; k++) {
+        uint32_t w;
+        uint64_t ep;
+        kept += place_owner(p, key(k), &w, &ep) && sim[w].expired;
+    }
+    ok(kept == 0, "after a lease with no word from them, no stopped worker holds a stream, "
+                  "revoked ones included (%ld held)", kept);
     for (int w = 0; w < NW; w++) /* everyone answers everything */
         sim[w].stopped = false;
     for (int round = 0; round < 50; round++)
