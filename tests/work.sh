@@ -126,7 +126,7 @@ done
 ok $? "$coord_rounds rounds: the coordinator SIGKILLed at a random lease, every rank not yet done fails naming it, the rerun over the journal leases nothing committed before and finishes, every item committed once across both (${first:-all rounds right})"
 
 # --- a coordinator that stops answering -------------------------------------
-run 4 2 COHORT_TEST_ITEMS=1000 COHORT_TEST_CAP=8 COHORT_TIMEOUT=3 COHORT_TEST_VICTIM=1 \
+run 4 2 COHORT_TEST_ITEMS=4000 COHORT_TEST_CAP=8 COHORT_TIMEOUT=3 COHORT_TEST_VICTIM=1 \
     COHORT_TEST_DO=stop-coord
 pid=$(sed -n 's/^rank 1: stopping the coordinator (pid \([1-9][0-9]*\))$/\1/p' "$tmp/out")
 [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null

@@ -26,14 +26,14 @@
  *                         goes on;
  *   COHORT_TEST_DO=kill-coord  SIGKILL the coordinator (rank 0's child
  *                         cohort-work-coord), then go on: every rank's next
- *                         call fails;
+ *                         call fails (at its close, if the queue ended
+ *                         before that lease; stop-coord and foreign too);
  *   COHORT_TEST_DO=stop-coord  SIGSTOP the coordinator ("rank R: stopping
  *                         the coordinator (pid P)"; the test kills it after),
  *                         then go on: every rank's next call fails at its
  *                         deadline (COHORT_TIMEOUT);
  *   COHORT_TEST_DO=foreign commit an id it does not hold ("rank R: foreign:
- *                         <cohort_error()>"), then go on (after the queue
- *                         ended, if it ended before that lease). */
+ *                         <cohort_error()>"), then go on. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -180,9 +180,11 @@ static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
         record("committed", ids, n);
         done += n;
     }
+    const char *what = getenv("COHORT_TEST_DO");
     if (n == 0 && is_victim && leases < env_long("COHORT_TEST_AT", 1) &&
-        strcmp(getenv("COHORT_TEST_DO"), "foreign") == 0)
-        victim(w, c, pids, ids, 0); /* the queue ended first: a foreign id all the same */
+        (strcmp(what, "foreign") == 0 || strcmp(what, "kill-coord") == 0 ||
+         strcmp(what, "stop-coord") == 0))
+        victim(w, c, pids, ids, 0); /* the queue ended first: it acts at its close instead */
     free(ids);
     if (n == 0 && is_victim && leases < env_long("COHORT_TEST_AT", 1) &&
         strcmp(getenv("COHORT_TEST_DO"), "kill") == 0)
