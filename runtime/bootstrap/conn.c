@@ -97,13 +97,19 @@ bool conn_full(const struct conn *c, uint32_t max_payload)
     return c->in_len >= (size_t)max_payload + 2 * WIRE_HEADER_LEN + SESSION_MAC_LEN;
 }
 
-int conn_fill(struct conn *c, uint32_t max_payload)
+/* Room in the input for one read: a frame's worth, at most 64 KiB. */
+static int room_for_read(struct conn *c, uint32_t max_payload)
 {
     size_t frame = (size_t)max_payload + WIRE_HEADER_LEN + SESSION_MAC_LEN;
+    return reserve(&c->in, &c->in_cap, c->in_len + (frame < 65536 ? frame : 65536));
+}
+
+int conn_fill(struct conn *c, uint32_t max_payload)
+{
     for (;;) {
         if (conn_full(c, max_payload))
             return 0;
-        if (reserve(&c->in, &c->in_cap, c->in_len + (frame < 65536 ? frame : 65536)) < 0)
+        if (room_for_read(c, max_payload) < 0)
             return -1;
         size_t room = c->in_cap - c->in_len;
         ssize_t n = recv(c->fd, c->in + c->in_len, room, MSG_DONTWAIT);
@@ -138,11 +144,9 @@ static int wait_mode(struct conn *c, int ms)
 
 int conn_wait_fill(struct conn *c, uint32_t max_payload, int timeout_ms)
 {
-    size_t frame = (size_t)max_payload + WIRE_HEADER_LEN + SESSION_MAC_LEN;
     if (conn_full(c, max_payload))
         return 1;
-    if (reserve(&c->in, &c->in_cap, c->in_len + (frame < 65536 ? frame : 65536)) < 0 ||
-        wait_mode(c, timeout_ms > 0 ? timeout_ms : 1) < 0)
+    if (room_for_read(c, max_payload) < 0 || wait_mode(c, timeout_ms > 0 ? timeout_ms : 1) < 0)
         return -1;
     ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
     if (n > 0) {

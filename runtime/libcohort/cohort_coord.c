@@ -220,6 +220,18 @@ int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
     return rc;
 }
 
+int coord_link_wait(struct coord_link *l, long long until_ms, struct cohort_err *err)
+{
+    long long left = until_ms - net_now_ms();
+    int ms = left <= 0 ? 0 : left < COORD_WAIT_SLICE_MS ? (int)left : COORD_WAIT_SLICE_MS;
+    if (ms > 0 && !l->conn->c.out_len) {
+        net_wait_read(l->net, l->conn, ms);
+        return 0;
+    }
+    struct net_event *ev;
+    return net_poll(l->net, ms, &ev, err) < 0 ? -1 : 0;
+}
+
 int coord_gather(struct cohort *c, const void *mine, size_t len, uint8_t **all)
 {
     *all = malloc(len * (size_t)cohort_size(c));

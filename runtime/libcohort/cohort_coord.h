@@ -35,6 +35,17 @@ struct coord_link {
 int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
                     const char *what, struct coord_config *cfg);
 
+/* A wait on the coordinator looks at the caller's frames and deadline at
+ * least this often (the socket's read timeout changes only near it). */
+#define COORD_WAIT_SLICE_MS 1000
+
+/* Waits for input from the coordinator until until_ms at most, one slice
+ * of at most COORD_WAIT_SLICE_MS: in one blocking read when nothing is
+ * left to write, else in net_poll (which writes too). When until_ms has
+ * passed, takes in what has arrived without waiting. 0, or -1 with err
+ * when the event loop failed (a closed connection shows in conn->closed). */
+int coord_link_wait(struct coord_link *l, long long until_ms, struct cohort_err *err);
+
 /* Collective: every rank's len bytes, in rank order, into a malloc'd
  * *all (the arguments of an open, checked alike on every rank). 0, or -1
  * with c's error set. */

@@ -21,7 +21,6 @@
 #define DEFAULT_LEASE_S 30
 #define DEFAULT_SHED_S 10
 #define WHY_MAX 200
-#define WAIT_SLICE_MS 1000 /* a wait looks at its deadline and the lease this often */
 
 struct cohort_streams {
     struct cohort *c;
@@ -197,30 +196,15 @@ static int take_frames(struct cohort_streams *s, const char *func, struct wire_f
 static int wait_answer(struct cohort_streams *s, const char *func, long long until_ms,
                        bool for_event, struct wire_frame *f)
 {
-    bool read_now = false;
-    for (;;) {
+    for (bool last = false;;) {
         int rc = take_frames(s, func, f);
         if (rc != 0)
             return rc;
-        long long now = net_now_ms();
-        if (for_event && s->ev_len)
+        if ((for_event && s->ev_len) || last)
             return 0;
-        if (now >= until_ms) { /* what has come, without waiting: then done */
-            struct net_event *ev;
-            struct cohort_err e;
-            if (read_now || net_poll(s->link.net, 0, &ev, &e) < 0)
-                return 0;
-            read_now = true;
-            continue;
-        }
-        int ms = until_ms - now < WAIT_SLICE_MS ? (int)(until_ms - now) : WAIT_SLICE_MS;
-        if (!s->link.conn->c.out_len) {
-            net_wait_read(s->link.net, s->link.conn, ms);
-            continue;
-        }
-        struct net_event *ev;
+        last = net_now_ms() >= until_ms; /* then one look at what has come */
         struct cohort_err e;
-        if (net_poll(s->link.net, ms, &ev, &e) < 0)
+        if (coord_link_wait(&s->link, until_ms, &e) < 0)
             return gone(s, func, e.code ? e.code : COHORT_ERR_RESOURCE, e.msg);
     }
 }

@@ -24,11 +24,6 @@ static int gone(struct cohort_work *w, const char *func)
                    : "the queue's progress is lost (open it with a journal to resume a rerun)");
 }
 
-/* A wait on the coordinator's answer is this long at most before the
- * deadline is looked at again (the socket's read timeout changes only
- * near the deadline). */
-#define WAIT_SLICE_MS 1000
-
 /* Waits for the next frame from the coordinator, at most w->link.timeout_s. */
 static int next_frame(struct cohort_work *w, const char *func, struct wire_frame *f)
 {
@@ -57,13 +52,7 @@ static int next_frame(struct cohort_work *w, const char *func, struct wire_frame
                                         "hangs?)",
                                         func, w->name, w->link.where, w->link.timeout_s);
         }
-        int ms = end - now < WAIT_SLICE_MS ? (int)(end - now) : WAIT_SLICE_MS;
-        if (!w->link.conn->c.out_len) { /* all sent: wait in the read itself */
-            net_wait_read(w->link.net, w->link.conn, ms);
-            continue;
-        }
-        struct net_event *ev;
-        if (net_poll(w->link.net, ms, &ev, &e) < 0)
+        if (coord_link_wait(&w->link, end, &e) < 0)
             return cohort_internal_fail(w->c, e.code ? e.code : COHORT_ERR_RESOURCE,
                                         "cohort: %s: %s", func, e.msg);
     }

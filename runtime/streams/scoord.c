@@ -3,7 +3,6 @@
  * clock, and when to stop. */
 #include "scoord.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +58,7 @@ void scoord_free(struct scoord *sc)
 enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
 {
     struct scoord *sc = ctx;
-    const struct coord_config *c = sc->cfg;
-    if (memcmp(h->view, c->view, HS_VIEW_LEN) != 0 || h->rank >= c->size ||
-        c->rank_node[h->rank] != h->node)
+    if (!coord_config_has_rank(sc->cfg, h))
         return NET_DROP;
     if (sc->w[h->rank].conn) {
         cohort_fail_code(why, COHORT_E_CONFIG,

@@ -51,9 +51,7 @@ void coord_free(struct coord *co)
 enum net_admit coord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
 {
     struct coord *co = ctx;
-    const struct coord_config *c = co->cfg;
-    if (memcmp(h->view, c->view, HS_VIEW_LEN) != 0 || h->rank >= c->size ||
-        c->rank_node[h->rank] != h->node)
+    if (!coord_config_has_rank(co->cfg, h))
         return NET_DROP;
     if (co->w[h->rank].conn) {
         cohort_fail_code(why, COHORT_E_CONFIG,

@@ -166,3 +166,9 @@ void coord_config_free(struct coord_config *c)
     c->rank_node = NULL;
     auth_key_clear(&c->key);
 }
+
+bool coord_config_has_rank(const struct coord_config *c, const struct hs_hello *h)
+{
+    return memcmp(h->view, c->view, HS_VIEW_LEN) == 0 && h->rank < c->size &&
+           c->rank_node[h->rank] == h->node;
+}

@@ -50,4 +50,8 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *cfg,
                         struct cohort_err *err);
 void coord_config_free(struct coord_config *cfg);
 
+/* Whether a proven hello comes from one of cfg's ranks: the step's view,
+ * a rank of the step, on that rank's node. */
+bool coord_config_has_rank(const struct coord_config *cfg, const struct hs_hello *h);
+
 #endif

@@ -117,30 +117,28 @@ static int listen_and_tell(const struct coord_config *cfg, const struct net_ops 
     return 0;
 }
 
-/* A work queue: 0 every item done, 1 workers left before, 2 failed. */
+/* A work queue: 0 every item done, 1 workers left before, -1 failed, -2
+ * could not start (err says why). */
 static int queue(const struct coord_config *cfg, struct cohort_err *err)
 {
     struct coord *co = NULL;
     struct net *net = NULL;
-    int rc = 2;
+    int rc = -2;
     if (coord_new(cfg, &co, err) == 0) {
         struct net_ops ops = {.ctx = co, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
                               .admit = coord_admit};
-        if (listen_and_tell(cfg, &ops, &net, err) < 0) {
-            rc = -2; /* not started */
-        } else {
+        if (listen_and_tell(cfg, &ops, &net, err) == 0) {
             coord_attach(co, net);
             rc = coord_run(co, err);
         }
-    } else {
-        rc = -2;
     }
     coord_free(co);
     net_free(net);
     return rc;
 }
 
-/* A stream set: 0 every worker closed it, 1 some were lost, 2 failed. */
+/* A stream set: 0 every worker closed it, 1 some were lost, -1 failed, -2
+ * could not start (err says why). */
 static int streams(const struct coord_config *cfg, struct cohort_err *err)
 {
     struct scoord *sc = NULL;
