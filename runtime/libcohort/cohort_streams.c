@@ -209,11 +209,11 @@ static int wait_answer(struct cohort_streams *s, const char *func, long long unt
     }
 }
 
-/* One request and its answer: the answer's op (STREAMS_OK with *noop,
- * STREAMS_CLOSED, or STREAMS_TOTALS into totals), or -1 with c's error set
- * (an ERROR answer's sentence). */
+/* One request and its answer: the answer's op (STREAMS_OK, whether the
+ * request changed anything or not; STREAMS_CLOSED; STREAMS_TOTALS into
+ * totals), or -1 with c's error set (an ERROR answer's sentence). */
 static int exchange(struct cohort_streams *s, const char *func, enum streams_op op,
-                    uint64_t head, const char *key, bool *noop, uint64_t totals[5])
+                    uint64_t head, const char *key, uint64_t totals[5])
 {
     if (s->gone)
         return cohort_internal_fail(s->c, COHORT_ERR_USAGE, "cohort: %s: set '%s' failed "
@@ -242,7 +242,8 @@ static int exchange(struct cohort_streams *s, const char *func, enum streams_op 
         cohort_internal_fail(s->c, COHORT_ERR_USAGE, "cohort: %s: set '%s': %.*s", func,
                              s->name, n, (const char *)f.payload);
     } else if ((answer == STREAMS_OK && f.len == 1) || (answer == STREAMS_CLOSED && !f.len)) {
-        *noop = answer == STREAMS_OK && f.payload[0] == 1;
+        /* done (a no-op is no error for a caller: an add of a stream the
+         * set has, a remove of one it has not, a late release) */
     } else if (answer == STREAMS_TOTALS && totals && f.len == STREAMS_TOTALS_LEN) {
         for (int i = 0; i < 5; i++)
             totals[i] = work_get64(f.payload + 8 * i);
@@ -255,9 +256,9 @@ static int exchange(struct cohort_streams *s, const char *func, enum streams_op 
 }
 
 static int call(struct cohort_streams *s, const char *func, enum streams_op op, uint64_t head,
-                const char *key, bool *noop)
+                const char *key)
 {
-    return exchange(s, func, op, head, key, noop, NULL);
+    return exchange(s, func, op, head, key, NULL);
 }
 
 /* ---- the API ------------------------------------------------------------ */
@@ -294,10 +295,9 @@ int cohort_streams_open_opts(struct cohort *c, const char *name, double capacity
     snprintf(cfg.name, sizeof cfg.name, "%s", a.name);
     char what[NAME_MAX_LEN + 16];
     snprintf(what, sizeof what, "set '%s'", a.name);
-    bool noop;
     if (coord_link_open(&s->link, c, "cohort_streams_open", what, &cfg) < 0 ||
         call(s, "cohort_streams_open", STREAMS_JOIN,
-             streams_f64_bits(capacity > 0 ? capacity : 1.0), NULL, &noop) < 0 ||
+             streams_f64_bits(capacity > 0 ? capacity : 1.0), NULL) < 0 ||
         cohort_barrier(c) != 0) { /* every worker in before any stream is added */
         streams_free(s);
         return -1;
@@ -324,8 +324,7 @@ static int keyed(struct cohort_streams *s, const char *func, enum streams_op op,
                                     "cohort: %s: a stream key %s: give 1 to 255 bytes", func,
                                     !key ? "that is NULL" : n ? "over 255 bytes" : "that is "
                                     "empty");
-    bool noop;
-    return call(s, func, op, head, key, &noop) < 0 ? -1 : 0;
+    return call(s, func, op, head, key) < 0 ? -1 : 0;
 }
 
 int cohort_streams_add(struct cohort_streams *s, const char *key, double cost)
@@ -383,12 +382,11 @@ int cohort_streams_poll(struct cohort_streams *s, struct cohort_stream_event *ev
         return cohort_internal_fail(s->c, COHORT_ERR_USAGE, "cohort: %s: set '%s' failed "
                                     "earlier (see that call's error); close it", func, s->name);
     long long end = net_now_ms() + timeout_ms;
-    bool noop;
     for (;;) {
         if (pop(s, ev))
             return 1;
         long long now = net_now_ms(), ping = s->last_sent + (long long)s->lease_s * 1000 / 3;
-        if (now >= ping && call(s, func, STREAMS_PING, 0, NULL, &noop) < 0)
+        if (now >= ping && call(s, func, STREAMS_PING, 0, NULL) < 0)
             return -1;
         if (s->ev_len)
             continue;
@@ -407,12 +405,11 @@ int cohort_streams_poll(struct cohort_streams *s, struct cohort_stream_event *ev
 int cohort_streams_status(struct cohort_streams *s, struct cohort_streams_status *st)
 {
     static const char func[] = "cohort_streams_status";
-    bool noop;
     uint64_t t[5];
     if (!s || !st)
         return s ? cohort_internal_fail(s->c, COHORT_ERR_USAGE, "cohort: %s: st is NULL", func)
                  : -1;
-    if (exchange(s, func, STREAMS_STATUS, 0, NULL, &noop, t) != STREAMS_TOTALS)
+    if (exchange(s, func, STREAMS_STATUS, 0, NULL, t) != STREAMS_TOTALS)
         return -1;
     *st = (struct cohort_streams_status){t[0], t[1], t[2], t[3], t[4]};
     return 0;
@@ -422,8 +419,7 @@ int cohort_streams_close(struct cohort_streams *s)
 {
     if (!s)
         return -1;
-    bool noop;
-    int rc = call(s, "cohort_streams_close", STREAMS_CLOSE, 0, NULL, &noop) == STREAMS_CLOSED
+    int rc = call(s, "cohort_streams_close", STREAMS_CLOSE, 0, NULL) == STREAMS_CLOSED
                  ? 0 : -1;
     struct cohort *c = s->c;
     streams_free(s);
