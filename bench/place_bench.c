@@ -115,7 +115,7 @@ static void ring(long n, int w, double epsilon, struct result *r)
     double before = place_load(p, (uint32_t)w / 2);
     uint64_t m0 = moves(p);
     t0 = now_ns();
-    place_lost(p, (uint32_t)w / 2, 1, &e);
+    place_lost(p, (uint32_t)w / 2, &e);
     settle(p);
     r->ms_death = (now_ns() - t0) / 1e6;
     r->moved_death = (long)(moves(p) - m0) - (long)before; /* beyond its own */

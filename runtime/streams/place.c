@@ -320,10 +320,9 @@ int place_release(struct place *p, uint32_t w, const char *key, uint64_t epoch,
     return PLACE_OK;
 }
 
-int place_report(struct place *p, uint32_t w, const char *key, double load, int64_t now,
+int place_report(struct place *p, uint32_t w, const char *key, double load,
                  struct cohort_err *err)
 {
-    (void)now;
     if (bad_key(key, err))
         return PLACE_EINVAL;
     struct stream *s = place_find(p, key);

@@ -91,7 +91,7 @@ void place_free(struct place *p);
  * from now. */
 int place_join(struct place *p, uint32_t w, double cap, int64_t now, struct cohort_err *err);
 /* Worker w is gone (its connection closed): its streams go to others now. */
-int place_lost(struct place *p, uint32_t w, int64_t now, struct cohort_err *err);
+int place_lost(struct place *p, uint32_t w, struct cohort_err *err);
 /* Worker w was heard from: its lease runs from now. A worker whose lease
  * had run out joins again (with its capacity). */
 int place_renew(struct place *p, uint32_t w, int64_t now, struct cohort_err *err);
@@ -110,7 +110,7 @@ int place_remove(struct place *p, const char *key, struct cohort_err *err);
 int place_release(struct place *p, uint32_t w, const char *key, uint64_t epoch,
                   struct cohort_err *err);
 /* Worker w's measured load on key (>= 0, any unit, the same for all). */
-int place_report(struct place *p, uint32_t w, const char *key, double load, int64_t now,
+int place_report(struct place *p, uint32_t w, const char *key, double load,
                  struct cohort_err *err);
 
 /* Expired leases and load shedding due by now; *next: the next moment

@@ -209,9 +209,8 @@ int place_drop_worker(struct place *p, uint32_t w, bool expired)
     return place_settle(p);
 }
 
-int place_lost(struct place *p, uint32_t w, int64_t now, struct cohort_err *err)
+int place_lost(struct place *p, uint32_t w, struct cohort_err *err)
 {
-    (void)now;
     if (bad_worker(p, w, err))
         return PLACE_EINVAL;
     p->w[w].expired = false;

@@ -104,7 +104,7 @@ static void answer(struct scoord *sc, uint32_t r, int rc, const struct cohort_er
     send_to(sc, r, STREAMS_OK, &b, 1);
 }
 
-static void lost(struct scoord *sc, uint32_t r, int64_t now)
+static void lost(struct scoord *sc, uint32_t r)
 {
     struct sworker *w = &sc->w[r];
     struct cohort_err e;
@@ -114,7 +114,7 @@ static void lost(struct scoord *sc, uint32_t r, int64_t now)
     w->conn = NULL;
     sc->connected--;
     sc->lost += !w->closed;
-    if (place_lost(sc->p, r, now, &e) == PLACE_ENOMEM)
+    if (place_lost(sc->p, r, &e) == PLACE_ENOMEM)
         sc->oom = true;
     tell(sc);
 }
@@ -151,14 +151,14 @@ static int request(struct scoord *sc, uint32_t r, const struct wire_frame *f, in
     case STREAMS_ADD: rc = place_add(sc->p, key, streams_f64(head), &e); break;
     case STREAMS_REMOVE: rc = place_remove(sc->p, key, &e); break;
     case STREAMS_RELEASE: rc = place_release(sc->p, r, key, head, &e); break;
-    case STREAMS_REPORT: rc = place_report(sc->p, r, key, streams_f64(head), now, &e); break;
+    case STREAMS_REPORT: rc = place_report(sc->p, r, key, streams_f64(head), &e); break;
     case STREAMS_PING: break;
     case STREAMS_STATUS:
         totals(sc, r);
         return 0;
     case STREAMS_CLOSE:
         sc->w[r].closed = true;
-        if (place_lost(sc->p, r, now, &e) == PLACE_ENOMEM)
+        if (place_lost(sc->p, r, &e) == PLACE_ENOMEM)
             sc->oom = true;
         tell(sc);
         send_to(sc, r, STREAMS_CLOSED, NULL, 0);
@@ -189,7 +189,7 @@ static void serve(struct scoord *sc, struct net_conn *c, int64_t now)
     if (got < 0) {
         fprintf(stderr, "cohort: stream coordinator: rank %u sent what is not a request (%s): "
                         "its connection is closed and its streams go to others\n", r, e.msg);
-        lost(sc, r, now);
+        lost(sc, r);
     }
 }
 
@@ -211,7 +211,7 @@ static void on_events(struct scoord *sc, struct net_event *ev, int n, int64_t no
         if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
             serve(sc, c, now);
         if ((ev[i].what & NET_EV_CLOSED) && sc->w[c->c.rank].conn == c)
-            lost(sc, c->c.rank, now);
+            lost(sc, c->c.rank);
     }
 }
 

@@ -116,7 +116,7 @@ static void balance(void)
     long had = 0;
     for (int i = 0; i < 200; i++)
         had += v->owner[i] == victim;
-    place_lost(p, (uint32_t)victim, 0, &e);
+    place_lost(p, (uint32_t)victim, &e);
     long moved = drain(p, v, 1);
     long strays = 0;
     for (int i = 0; i < 200; i++)
@@ -245,7 +245,7 @@ static void shedding(void)
         place_add(p, key(i), 1.0, &e);
     drain(p, v, 1);
     for (int i = 0; i < 40; i++) /* worker 2's streams cost 5x what the others' do */
-        place_report(p, (uint32_t)v->owner[i], key(i), v->owner[i] == 2 ? 50.0 : 10.0, 100, &e);
+        place_report(p, (uint32_t)v->owner[i], key(i), v->owner[i] == 2 ? 50.0 : 10.0, &e);
     int64_t next;
     place_tick(p, 100, &next, &e);
     const struct place_act *a;

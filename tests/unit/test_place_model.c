@@ -159,7 +159,7 @@ static void one_op(struct place *p, int64_t *now)
     } else if (r < 40) {
         place_remove(p, key(k), &e);
     } else if (r < 43 && !sim[w].dead) { /* dies: its connection closes */
-        place_lost(p, (uint32_t)w, *now, &e);
+        place_lost(p, (uint32_t)w, &e);
         memset(&sim[w], 0, sizeof sim[w]);
         sim[w].dead = true;
         for (int j = 0; j < NK; j++)
@@ -179,7 +179,7 @@ static void one_op(struct place *p, int64_t *now)
         if (rc != PLACE_EINVAL)
             violation("a bogus release was taken", k);
     } else if (r < 82 && sim[w].holds[k] && !sim[w].stopped) {
-        place_report(p, (uint32_t)w, key(k), (double)pick(100), *now, &e);
+        place_report(p, (uint32_t)w, key(k), (double)pick(100), &e);
     } else if (r < 84 && !sim[w].dead) {
         sim[w].stopped = !sim[w].stopped;
         if (!sim[w].stopped) { /* resumes: heard from again */
