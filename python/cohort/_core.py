@@ -1,0 +1,214 @@
+"""cohort._core - the Cohort handle: this task's ranks in the step, the
+collectives over the step's authenticated bootstrap (libcohort's
+cohort.h), and the work queues and stream sets opened on it."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import pickle
+import struct
+from typing import Any, List, Optional, Union
+
+from . import _lib, errors
+from ._lib import seconds
+from .streams import Streams
+from .work import Work
+
+_HEADER = struct.Struct("<BQ")  # kind (0 bytes, 1 pickle), length
+_BYTES, _PICKLE = 0, 1
+BytesLike = Union[bytes, bytearray, memoryview]
+
+
+def _encode(obj: Any) -> bytes:
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return _HEADER.pack(_BYTES, len(bytes(obj))) + bytes(obj)
+    data = pickle.dumps(obj, protocol=pickle.DEFAULT_PROTOCOL)
+    return _HEADER.pack(_PICKLE, len(data)) + data
+
+
+def _decode(kind: int, data: bytes) -> Any:
+    return data if kind == _BYTES else pickle.loads(data)
+
+
+class Cohort:
+    """This task's membership of its Slurm job step (from ``cohort.init()``).
+
+    Every method but the accessors is collective: every rank of the step
+    calls it, in the same order. Not thread-safe: use it from one thread.
+    Use it as a context manager to finalize it (which also closes the work
+    queues and stream sets still open on it); when the block raises, the
+    rank leaves without the last barrier, and the others' calls fail at
+    once naming it when its process exits.
+    """
+
+    def __init__(self, handle: ctypes.c_void_p) -> None:
+        self._h: Optional[ctypes.c_void_p] = handle
+        lc = _lib.lib()
+        self.rank: int = lc.cohort_rank(handle)
+        """This task's rank, 0 .. size-1 (SLURM_PROCID)."""
+        self.size: int = lc.cohort_size(handle)
+        """Tasks in the step."""
+        self.local_rank: int = lc.cohort_local_rank(handle)
+        """This task's index among its node's tasks."""
+        self.local_size: int = lc.cohort_local_size(handle)
+        """Tasks on this node."""
+        self.node_rank: int = lc.cohort_node_rank(handle)
+        """This node's index in the step."""
+        self.node_count: int = lc.cohort_node_count(handle)
+        """Nodes in the step."""
+        self.bootstrap: str = (lc.cohort_bootstrap(handle) or b"").decode()
+        """The bootstrap in use: "tcp" (cohort's own tree) or "pmix"."""
+        self._open: List[Any] = []  # work queues and stream sets, in opening order
+
+    def __repr__(self) -> str:
+        return "<cohort.Cohort rank %d/%d node %d/%d local %d/%d via %s%s>" % (
+            self.rank, self.size, self.node_rank, self.node_count, self.local_rank,
+            self.local_size, self.bootstrap, "" if self._h else ", finalized")
+
+    def handle(self) -> ctypes.c_void_p:
+        """The struct cohort pointer (for the work queue and stream set)."""
+        if self._h is None:
+            raise errors.UsageError("cohort: this Cohort was finalized", errors.ERR_USAGE)
+        return self._h
+
+    def check(self, rc: int) -> int:
+        """rc, or the exception for this handle's last failure when rc < 0."""
+        if rc < 0:
+            raise _lib.fail(self.handle())
+        return rc
+
+    def set_timeout(self, seconds_: float) -> None:
+        """The deadline of every later call, in seconds (1 to 86400; rounded
+        up to whole seconds). Local: every rank should set the same."""
+        if isinstance(seconds_, bool) or not isinstance(seconds_, (int, float)) or \
+                not math.isfinite(seconds_):
+            raise errors.UsageError("cohort: the timeout is %r: give seconds from 1 to 86400"
+                                    % (seconds_,), errors.ERR_USAGE)
+        self.check(_lib.lib().cohort_set_timeout(self.handle(), int(math.ceil(seconds_))))
+
+    def barrier(self) -> None:
+        """Returns when every rank has called it."""
+        self.check(_lib.lib().cohort_barrier(self.handle()))
+
+    def _bcast_bytes(self, data: bytes, length: int, root: int) -> bytes:
+        buf = ctypes.create_string_buffer(data, length) if data else \
+            ctypes.create_string_buffer(length)
+        self.check(_lib.lib().cohort_bcast(self.handle(), buf, length, root))
+        return buf.raw
+
+    def bcast(self, obj: Any = None, root: int = 0) -> Any:
+        """root's obj on every rank (the others' obj is ignored): bytes-like
+        objects arrive as bytes, anything else is pickled by root and
+        unpickled here (it travels only between the step's authenticated
+        ranks)."""
+        if isinstance(root, bool) or not isinstance(root, int):
+            raise errors.UsageError("cohort: bcast root is %r: give a rank" % (root,),
+                                    errors.ERR_USAGE)
+        mine = _encode(obj) if root == self.rank else b""
+        head = self._bcast_bytes(mine[:_HEADER.size], _HEADER.size, root)
+        kind, length = _HEADER.unpack(head)
+        if length == 0:
+            return _decode(kind, b"")
+        return _decode(kind, self._bcast_bytes(mine[_HEADER.size:], length, root))
+
+    def allgather(self, obj: Any) -> List[Any]:
+        """Every rank's obj, in rank order, on every rank (bytes-like objects
+        as bytes, anything else pickled). The exchange pads every rank's
+        part to the largest: size x largest must stay within the bootstrap's
+        64 MiB for one call."""
+        mine = _encode(obj)
+        lc = _lib.lib()
+        heads = ctypes.create_string_buffer(_HEADER.size * self.size)
+        self.check(lc.cohort_allgather(self.handle(), mine[:_HEADER.size], _HEADER.size, heads))
+        parts = [_HEADER.unpack_from(heads.raw, i * _HEADER.size) for i in range(self.size)]
+        width = max(length for _, length in parts)
+        if width == 0:
+            return [_decode(kind, b"") for kind, _ in parts]
+        body = mine[_HEADER.size:].ljust(width, b"\0")
+        out = ctypes.create_string_buffer(width * self.size)
+        self.check(lc.cohort_allgather(self.handle(), body, width, out))
+        raw = out.raw
+        return [_decode(kind, raw[i * width:i * width + length])
+                for i, (kind, length) in enumerate(parts)]
+
+    def work(self, name: str, n: int, journal: Optional[str] = None,
+             lease_timeout: Optional[float] = None, max_attempts: Optional[int] = None,
+             cap: Optional[int] = None) -> "Work":
+        """Opens the work queue ``name`` of items 0..n-1 (collective: every
+        rank gives the same arguments) and returns it; iterate over it for
+        batches of item ids. See cohort.Work."""
+        w = Work(self, name, n, journal, lease_timeout, max_attempts, cap)
+        self._open.append(w)
+        return w
+
+    def streams(self, name: str, capacity: float = 1.0, epsilon: Optional[float] = None,
+                lease_timeout: Optional[float] = None,
+                shed_after: Optional[float] = None) -> "Streams":
+        """Joins the stream set ``name`` as a worker of this capacity
+        (collective; returns once every rank is in). See cohort.Streams."""
+        s = Streams(self, name, capacity, epsilon, lease_timeout, shed_after)
+        self._open.append(s)
+        return s
+
+    def forget(self, obj: Any) -> None:
+        """A work queue or stream set closed: no longer closed by finalize."""
+        if obj in self._open:
+            self._open.remove(obj)
+
+    def finalize(self) -> None:
+        """Closes the work queues and stream sets still open (in the order
+        they were opened), leaves the step with a last barrier and frees the
+        handle. Collective. A second call does nothing."""
+        if self._h is None:
+            return
+        try:
+            for obj in list(self._open):
+                obj.close()
+        finally:
+            h, self._h = self._h, None
+            lc = _lib.lib()
+            if lc.cohort_finalize(h) != 0:
+                # the handle is freed: the sentence is gone with it
+                raise errors.Error("cohort: the last barrier of finalize failed: a rank left "
+                                   "early or died", errors.ERR_PEER_LOST)
+
+    def abandon(self) -> None:
+        """Stops using the handle without the collective calls (after an
+        exception): later calls raise UsageError; this rank's connections
+        close when the process exits."""
+        self._h = None
+        self._open = []
+
+    def __enter__(self) -> "Cohort":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        if kind is None:
+            self.finalize()
+        else:
+            for obj in list(self._open):
+                obj.abandon()
+            self.abandon()
+
+
+def init(timeout: Optional[float] = None) -> Cohort:
+    """Joins this task's Slurm job step (collective over every task of the
+    step) and returns its Cohort.
+
+    timeout: the deadline of every call, in seconds (rounded up); None:
+    $COHORT_TIMEOUT, else 120. Raises ConfigError outside a step or with a
+    bad environment, Timeout when ranks did not join in time, AuthError,
+    or Error with cohort's sentence for other failures.
+    """
+    lc = _lib.lib()
+    opts = _lib.Opts(ctypes.sizeof(_lib.Opts), seconds(timeout, "timeout"))
+    h = ctypes.c_void_p()
+    if lc.cohort_init(ctypes.byref(h), ctypes.byref(opts)) != 0:
+        if not h:
+            raise errors.Error("cohort: out of memory", errors.ERR_RESOURCE)
+        e = _lib.fail(h)
+        lc.cohort_finalize(h)
+        raise e
+    return Cohort(h)
+

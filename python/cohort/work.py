@@ -1,0 +1,206 @@
+"""cohort.work - a work queue over every task of the step (libcohort's
+cohort_work.h) as a Python iterator of batches of item ids."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any, Iterator, List, NamedTuple, Optional
+
+from . import _lib, errors
+
+if TYPE_CHECKING:
+    from ._core import Cohort
+
+DEFAULT_CAP = 256
+MAX_CAP = 1 << 20
+
+
+class WorkStatus(NamedTuple):
+    """A queue's totals as its coordinator sees them."""
+    total: int
+    committed: int
+    leased: int
+    queued: int
+    set_aside: int
+
+
+def _count(value: Any, what: str, low: int, high: int, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise errors.UsageError("cohort: %s is %r: give a whole number from %d to %d"
+                                % (what, value, low, high), errors.ERR_USAGE)
+    return value
+
+
+class Work:
+    """A work queue of items 0..n-1 shared by every rank (from
+    ``Cohort.work``). Iterate over it for batches (lists of item ids)::
+
+        with c.work("images", n) as work:
+            for batch in work:
+                results = model(load(batch))
+                # publish the results of the batch before, if work.stale
+                # does not name them (see below)
+
+    Each batch holds about half a second of work at this worker's speed (at
+    most ``cap`` ids). A batch is committed when the loop asks for the next
+    one; leaving the loop by an exception or ``break`` gives the batch back
+    (another worker will do it; that counts an attempt). After a commit,
+    ``work.stale`` lists the ids of that batch this worker no longer held
+    (its lease timed out, or another worker committed them first): drop
+    their results. To publish inside the loop, commit there: ``stale =
+    work.commit()``. The queue is served by a coordinator process of its
+    own: a worker that dies loses nothing but its current batch, which goes
+    to the others.
+    """
+
+    def __init__(self, cohort: "Cohort", name: str, n: int, journal: Optional[str],
+                 lease_timeout: Optional[float], max_attempts: Optional[int],
+                 cap: Optional[int]) -> None:
+        if not isinstance(name, str):
+            raise errors.UsageError("cohort: the queue's name is %r: give a str" % (name,),
+                                    errors.ERR_USAGE)
+        self.n = _count(n, "n (the number of items)", 0, (1 << 64) - 1, 0)
+        self.cap = _count(cap, "cap", 1, MAX_CAP, DEFAULT_CAP)
+        if journal is not None and not isinstance(journal, str):
+            raise errors.UsageError("cohort: journal is %r: give a path or None" % (journal,),
+                                    errors.ERR_USAGE)
+        opts = _lib.WorkOpts(ctypes.sizeof(_lib.WorkOpts),
+                             journal.encode() if journal is not None else None,
+                             _lib.seconds(lease_timeout, "lease_timeout"),
+                             _count(max_attempts, "max_attempts", 1, 1000, 0))
+        self.name = name
+        self._c = cohort
+        h = ctypes.c_void_p()
+        cohort.check(_lib.lib().cohort_work_open(cohort.handle(), name.encode(), self.n,
+                                                 ctypes.byref(opts), ctypes.byref(h)))
+        self._h: Optional[ctypes.c_void_p] = h
+        self._ids = (ctypes.c_uint64 * self.cap)()
+        self._batch: Optional[List[int]] = None
+        self._iterating = False
+        self.stale: List[int] = []
+        """Ids of the last committed (or given back) batch this worker no
+        longer held: drop their results."""
+        self.committed = 0
+        """Items this worker committed (stale ones not counted)."""
+        self.error: Optional[errors.Error] = None
+        """A failure while giving a batch back on leaving the loop (not raised)."""
+
+    def __repr__(self) -> str:
+        return "<cohort.Work %r of %d items%s>" % (self.name, self.n,
+                                                    "" if self._h else ", closed")
+
+    @property
+    def batch(self) -> Optional[List[int]]:
+        """The batch this worker holds and has not committed or given back."""
+        return self._batch
+
+    def _handle(self) -> ctypes.c_void_p:
+        if self._h is None:
+            raise errors.UsageError("cohort: the work queue '%s' is closed" % self.name,
+                                    errors.ERR_USAGE)
+        return self._h
+
+    def _settle(self, fail: bool) -> List[int]:
+        batch, self._batch = self._batch, None
+        if batch is None:
+            return []
+        lc = _lib.lib()
+        call = lc.cohort_work_fail if fail else lc.cohort_work_commit
+        rc = self._c.check(call(self._handle(), self._ids, len(batch)))
+        self.stale = []
+        if rc == _lib.CONSTANTS["COHORT_WORK_STALE"]:
+            n = ctypes.c_size_t()
+            ids = lc.cohort_work_stale_ids(self._handle(), ctypes.byref(n))
+            self.stale = [ids[i] for i in range(n.value)]
+        if not fail:
+            self.committed += len(batch) - len(self.stale)
+        return self.stale
+
+    def commit(self) -> List[int]:
+        """Commits the current batch now (instead of at the next iteration)
+        and returns the ids of it this worker no longer held (also in
+        ``stale``): publish the results of all but those."""
+        return self._settle(False)
+
+    def give_back(self) -> List[int]:
+        """Gives the current batch back unprocessed (an attempt is counted:
+        an item given back max_attempts times is set aside). Returns the ids
+        this worker no longer held."""
+        return self._settle(True)
+
+    def extend(self) -> None:
+        """Keeps this worker's leases alive for another lease_timeout (for
+        items that take long)."""
+        self._c.check(_lib.lib().cohort_work_extend(self._handle()))
+
+    def status(self) -> WorkStatus:
+        """The queue's totals as the coordinator sees them."""
+        st = _lib.WorkStatus()
+        self._c.check(_lib.lib().cohort_work_status(self._handle(), ctypes.byref(st)))
+        return WorkStatus(st.total, st.committed, st.leased, st.queued, st.set_aside)
+
+    def _lease(self) -> List[int]:
+        k = self._c.check(_lib.lib().cohort_work_lease(self._handle(), self._ids, self.cap))
+        return self._ids[:k]
+
+    def __iter__(self) -> Iterator[List[int]]:
+        if self._iterating:
+            raise errors.UsageError("cohort: the work queue '%s' is already being iterated "
+                                    "over" % self.name, errors.ERR_USAGE)
+        self._handle()
+        return self._batches()
+
+    def _batches(self) -> Iterator[List[int]]:
+        self._iterating = True
+        try:
+            while True:
+                self._settle(False)
+                batch = self._lease()
+                if not batch:
+                    return
+                self._batch = batch
+                yield batch
+        except GeneratorExit:
+            self._give_back_quietly()
+            raise
+        finally:
+            self._iterating = False
+
+    def _give_back_quietly(self) -> None:
+        if self._batch is not None and self._h is not None:
+            try:
+                self._settle(True)
+            except errors.Error as e:
+                self.error = e
+
+    def close(self) -> None:
+        """Gives back a batch still held, then returns when every item of
+        the queue is committed or set aside (collective), and frees the
+        queue. Raises when that failed (e.g. the coordinator died: rerun the
+        step with the same journal to resume)."""
+        if self._h is None:
+            return
+        self._give_back_quietly()
+        h, self._h = self._h, None
+        self._c.forget(self)
+        self._c.check(_lib.lib().cohort_work_close(h))
+        if self.error is not None:
+            raise self.error
+
+    def abandon(self) -> None:
+        """Leaves the queue after an exception: gives back a batch still
+        held, without the collective close."""
+        self._give_back_quietly()
+        self._h = None
+        self._c.forget(self)
+
+    def __enter__(self) -> "Work":
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abandon()

@@ -1,0 +1,326 @@
+"""ranks.py SCENARIO - one rank of a simulated step (tests/bootstrap/spawn)
+for the Python package's tests: runs SCENARIO and writes what it saw as
+JSON lines to $PY_OUT/result.RANK (an exception as {"error": class,
+"code", "msg"}). $PY_OUT is a scratch directory shared by the ranks;
+$PY_VICTIM a rank that misbehaves as the scenario says."""
+
+import json
+import os
+import signal
+import sys
+
+import cohort
+
+RANK = int(os.environ.get("SLURM_PROCID", "-1"))
+VICTIM = int(os.environ.get("PY_VICTIM", "-1"))
+OUT = os.environ.get("PY_OUT", ".")
+
+
+def say(**what):
+    """One result line, in OUT/result.RANK (lines longer than a pipe's
+    atomic write would interleave on a shared stdout)."""
+    with open(os.path.join(OUT, "result.%d" % RANK), "a") as f:
+        f.write(json.dumps(what, sort_keys=True) + "\n")
+
+
+def error(e):
+    return {"error": type(e).__name__, "code": getattr(e, "code", None), "msg": str(e)}
+
+
+def fifo_wait(name):
+    with open(os.path.join(OUT, name)) as f:
+        return f.read()
+
+
+def fifo_tell(name, text="go"):
+    with open(os.path.join(OUT, name), "w") as f:
+        f.write(text)
+
+
+def collectives():
+    with cohort.init() as c:
+        big = b"x" * 100000 if c.rank == 1 else b""
+        say(rank=c.rank, size=c.size, local_rank=c.local_rank, local_size=c.local_size,
+            node_rank=c.node_rank, node_count=c.node_count, bootstrap=c.bootstrap,
+            obj=c.bcast({"from": c.rank, "list": [1, 2.5, "three"]} if c.rank == 0 else None),
+            raw=c.bcast(b"raw bytes\0" if c.rank == c.size - 1 else None,
+                        root=c.size - 1).decode("latin-1"),
+            none=c.bcast(None), empty=c.bcast(b"").decode(),
+            objs=c.allgather({"r": c.rank, "pad": "y" * c.rank}),
+            lens=[len(x) for x in c.allgather(big)],
+            types=[type(x).__name__ for x in c.allgather(bytearray(b"b") if c.rank % 2 else 7)])
+        c.barrier()
+
+
+def usage():
+    with cohort.init() as c:
+        got = []
+        for call in (lambda: c.bcast(b"x", root=c.size), lambda: c.set_timeout(0),
+                     lambda: c.set_timeout("soon"), lambda: c.bcast(1, root="0")):
+            try:
+                call()
+                got.append("none")
+            except cohort.Error as e:
+                got.append("%s %d" % (type(e).__name__, e.code))
+        c.barrier()
+    try:
+        c.barrier()
+        got.append("none")
+    except cohort.UsageError as e:
+        got.append("after finalize: " + str(e))
+    say(got=got)
+
+
+def stall_or(call):
+    c = cohort.init(timeout=30)
+    if RANK == VICTIM:
+        signal.alarm(10)
+        signal.pause()
+    c.set_timeout(2)
+    try:
+        call(c)
+        say(ok=True)
+    except cohort.Error as e:
+        say(**error(e))
+
+
+def timeout():
+    stall_or(lambda c: c.barrier())
+
+
+def peer_lost():
+    die_or_barrier()
+
+
+def die_or_barrier():
+    c = cohort.init(timeout=30)
+    if RANK == VICTIM:
+        os._exit(3)
+    try:
+        with c:
+            c.barrier()
+        say(ok=True)
+    except cohort.Error as e:
+        say(**error(e), abandoned=repr(c).endswith("finalized>"))
+
+
+def init_only():
+    try:
+        with cohort.init() as c:
+            c.barrier()
+        say(ok=True)
+    except cohort.Error as e:
+        say(**error(e))
+
+
+def work_all():
+    """Every rank records what it committed, from work.stale after each
+    implicit commit; PY_RAISE / PY_BREAK: the victim leaves its first
+    loop that way, then iterates again."""
+    how = os.environ.get("PY_HOW", "")
+    n = int(os.environ.get("PY_ITEMS", "3000"))
+    done, given = [], []
+    with cohort.init() as c:
+        with c.work("q", n, cap=int(os.environ.get("PY_CAP", "32"))) as work:
+            if RANK == VICTIM and how in ("raise", "break"):
+                try:
+                    for batch in work:
+                        given = list(batch)
+                        if how == "raise":
+                            raise ValueError("a bad image")
+                        break
+                except ValueError:
+                    pass
+            prev = []
+            for batch in work:
+                done += [i for i in prev if i not in work.stale]
+                prev = batch
+            done += [i for i in prev if i not in work.stale]
+            say(done=done, given=given, held=work.batch, committed=work.committed,
+                status=list(work.status()), error=str(work.error or ""))
+
+
+def work_stale():
+    """The victim takes one batch and stops calling (lease_timeout 1 s)
+    until rank 0 has seen the queue finish; its commit is then stale."""
+    with cohort.init() as c:
+        with c.work("q", 400, lease_timeout=1, cap=8) as work:
+            done, stale = [], []
+            for batch in work:
+                if RANK == VICTIM and not stale:
+                    fifo_wait("go")
+                    stale = work.commit()
+                    say(batch=batch, stale=stale, committed=work.committed)
+                    continue
+                done += [i for i in batch if i not in work.commit()]
+            if RANK == 0:
+                fifo_tell("go")
+            say(done=done)
+
+
+def work_give_back():
+    with cohort.init() as c:
+        with c.work("q", 500, max_attempts=1, cap=16) as work:
+            done, given = [], []
+            for batch in work:
+                if RANK == VICTIM and not given:
+                    given = list(batch)
+                    stale = work.give_back()
+                    say(given=given, stale=stale)
+                    continue
+                done += [i for i in batch if i not in work.commit()]
+            say(done=done, status=list(work.status()))
+
+
+def work_journal():
+    with cohort.init() as c:
+        with c.work("q", 300, journal=os.path.join(OUT, "q.journal")) as work:
+            batches = sum(1 for _ in work)
+            say(batches=batches, committed=work.committed, status=list(work.status()))
+
+
+def work_bad():
+    c = cohort.init()
+    got = []
+    for kw in ({"n": -1}, {"n": 2.5}, {"n": 10, "cap": 0}, {"n": 10, "max_attempts": 0},
+               {"n": 10, "lease_timeout": -1}, {"n": 10, "journal": 5}, {"n": 10, "name": 5}):
+        args = {"name": "q"}
+        args.update(kw)
+        try:
+            c.work(**args)
+            got.append("none")
+        except cohort.UsageError as e:
+            got.append(str(e))
+    try:
+        c.work("q", 10 + (RANK == VICTIM))
+        got.append("none")
+    except cohort.Error as e:
+        got.append("%s: %s" % (type(e).__name__, e))
+    w = c.work("ok", 20)
+    list(w)
+    twice = c.work("twice", c.size, cap=1)
+    it = iter(twice)
+    next(it)  # one item each: nobody has drained the queue before the barrier
+    try:
+        iter(twice)
+        got.append("none")
+    except cohort.UsageError as e:
+        got.append(str(e))
+    c.barrier()
+    list(it)
+    w.close()
+    w.close()
+    try:
+        w.status()
+        got.append("none")
+    except cohort.UsageError as e:
+        got.append(str(e))
+    c.finalize()
+    say(got=got)
+
+
+def settle(c, s, total):
+    """Polls until the ranks own total streams in all (collective)."""
+    while True:
+        for ev in s.events(0.05):
+            if isinstance(ev, cohort.Revoke):
+                s.release(ev)
+        if sum(c.allgather(len(s.mine()))) == total:
+            return
+
+
+def streams_basic():
+    with cohort.init() as c:
+        with c.streams("cams", capacity=2.0 if RANK == 0 else 1.0) as s:
+            if RANK == 0:
+                for i in range(40):
+                    s.add("cam%02d" % i, cost=1.0)
+                s.add("cam00")
+            settle(c, s, 40)
+            first = s.mine()
+            owners = c.allgather(sorted(first))
+            if RANK == 1:
+                for i in range(5):
+                    s.remove("cam%02d" % i)
+                s.remove("not-a-stream")
+            revoked = []
+            while True:
+                for ev in s.events(0.05):
+                    if isinstance(ev, cohort.Revoke):
+                        revoked.append(ev.key)
+                        s.release(ev)
+                if sum(c.allgather(len(s.mine()))) == 35:
+                    break
+            mine = s.mine()
+            key = sorted(mine)[0]
+            s.report(key, 1.5)
+            given = None
+            if RANK == VICTIM:
+                given = key
+                s.release(cohort.Assign(key, mine[key]))
+            settle(c, s, 35)
+            status = s.status()
+            say(first=first, owners=owners, revoked=revoked, given=given, mine=s.mine(),
+                status=list(status), epochs_grow=all(e > 0 for e in s.mine().values()))
+
+
+def streams_bad():
+    with cohort.init() as c:
+        got = []
+        try:
+            c.streams("bad", capacity=-1.0)
+            got.append("none")
+        except cohort.Error as e:
+            got.append("%s: %s" % (type(e).__name__, e))
+        s = c.streams("cams")
+        for call in (lambda: s.add(""), lambda: s.add("k" * 256), lambda: s.add("a\0b"),
+                     lambda: s.add(7), lambda: s.add("k", cost="x"),
+                     lambda: s.release(None), lambda: s.poll(-1),
+                     lambda: s.report("k", float("nan"))):
+            try:
+                call()
+                got.append("none")
+            except cohort.UsageError as e:
+                got.append(str(e))
+        s.add("\u00e9cam/\u4e00")
+        s.status()
+        seen = [ev for ev in s.events(0)]
+        s.close()
+        try:
+            s.add("x")
+            got.append("none")
+        except cohort.UsageError as e:
+            got.append(str(e))
+        say(got=got, seen=[[type(e).__name__, e.key] for e in seen])
+
+
+def streams_kill():
+    with cohort.init() as c:
+        s = c.streams("cams", lease_timeout=30)
+        if RANK == 0:
+            for i in range(60):
+                s.add("cam%02d" % i)
+        settle(c, s, 60)
+        victims = c.allgather(sorted(s.mine()))[VICTIM]
+        if RANK == VICTIM:
+            os._exit(0)
+        got = []
+        while True:
+            got += [ev.key for ev in s.events(0.05) if isinstance(ev, cohort.Assign)]
+            st = s.status()
+            if st.workers == c.size - 1 and st.moving == 0 and st.unplaced == 0:
+                break
+        got += [ev.key for ev in s.events(0) if isinstance(ev, cohort.Assign)]
+        say(victims=victims, took=sorted(k for k in got if k in victims), mine=sorted(s.mine()))
+        s.abandon()
+        c.abandon()
+
+
+def info():
+    with cohort.init() as c:
+        p = cohort.plan()
+        say(rank=c.rank, plan_rank=p["tasks"][0]["rank"], world=p["tasks"][0]["world_size"])
+
+
+if __name__ == "__main__":
+    globals()[sys.argv[1]]()

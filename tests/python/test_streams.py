@@ -1,0 +1,49 @@
+"""c.streams: add, remove, events, release, report, mine, status, bad
+input, a worker's death."""
+
+from conftest import step
+
+
+def test_placement_remove_release():
+    s = step(4, 2, "streams_basic", PY_VICTIM=3)
+    assert s.rc == 0, s.out
+    got = s.every(4)
+    owners = got[0]["owners"]
+    keys = [k for o in owners for k in o]
+    assert sorted(keys) == ["cam%02d" % i for i in range(40)], owners
+    assert [sorted(g["first"]) for g in got] == owners
+    assert len(owners[0]) > max(len(o) for o in owners[1:])  # capacity 2 vs 1
+    removed = {"cam%02d" % i for i in range(5)}
+    revoked = {k for g in got for k in g["revoked"]}
+    assert revoked == removed
+    final = [k for g in got for k in g["mine"]]
+    assert sorted(final) == sorted(set(keys) - removed)
+    assert got[3]["given"] not in got[3]["mine"] and got[3]["given"] in final
+    assert got[0]["status"][0] == 35 and got[0]["status"][4] == 4
+    assert all(g["epochs_grow"] for g in got)
+
+
+def test_bad_input():
+    s = step(2, 1, "streams_bad")
+    assert s.rc == 0, s.out
+    for g in s.every(2):
+        m = g["got"]
+        assert m[0].startswith("UsageError: cohort: ") or m[0].startswith("Error: "), m[0]
+        assert "capacity" in m[0]
+        assert "has 0 bytes" in m[1] and "has 256 bytes" in m[2] and "a NUL" in m[3]
+        assert "is 7: give a str" in m[4] and "cost is 'x'" in m[5]
+        assert "release takes an Assign or Revoke" in m[6] and "timeout is -1" in m[7]
+        assert "load is nan" in m[8] and m[9] == "cohort: the stream set 'cams' is closed"
+    seen = [e for g in s.every(2) for e in g["seen"]]
+    assert seen == [["Assign", "\u00e9cam/\u4e00"]]
+
+
+def test_a_dead_workers_streams_go_to_the_others():
+    s = step(4, 2, "streams_kill", PY_VICTIM=1)
+    got = [s.one(r) for r in (0, 2, 3)]
+    victims = got[0]["victims"]
+    assert victims
+    took = sorted(k for g in got for k in g["took"])
+    assert took == sorted(victims)
+    owned = [k for g in got for k in g["mine"]]
+    assert sorted(owned) == ["cam%02d" % i for i in range(60)]

@@ -1,0 +1,85 @@
+"""c.work: the iterator's commit and give-back rules, stale batches,
+set-aside items, journals, bad arguments."""
+
+import os
+
+from conftest import step
+
+
+def committed_once(results, n):
+    done = sorted(i for g in results for i in g.get("done", []))
+    assert done == list(range(n)), "%d committed, %d distinct of %d" % (
+        len(done), len(set(done)), n)
+
+
+def test_every_item_committed_once():
+    s = step(6, 2, "work_all", PY_ITEMS=3000)
+    assert s.rc == 0, s.out
+    got = s.every(6)
+    committed_once(got, 3000)
+    for g in got:
+        assert g["status"] == [3000, 3000, 0, 0, 0] and g["held"] is None
+        assert g["committed"] == len(g["done"])
+
+
+def test_a_raising_body_gives_its_batch_back():
+    s = step(4, 2, "work_all", PY_ITEMS=2000, PY_VICTIM=2, PY_HOW="raise")
+    assert s.rc == 0, s.out
+    got = s.every(4)
+    committed_once(got, 2000)
+    assert got[2]["given"] and got[2]["error"] == ""
+    assert all(g["status"] == [2000, 2000, 0, 0, 0] for g in got)
+
+
+def test_break_gives_the_batch_back():
+    s = step(4, 2, "work_all", PY_ITEMS=2000, PY_VICTIM=1, PY_HOW="break")
+    assert s.rc == 0, s.out
+    got = s.every(4)
+    committed_once(got, 2000)
+    assert got[1]["given"] and got[1]["held"] is None
+
+
+def test_stale_batch(scratch):
+    os.mkfifo(os.path.join(scratch, "go"))
+    s = step(3, 1, "work_stale", out_dir=scratch, PY_VICTIM=2)
+    assert s.rc == 0, s.out
+    victim = s.by_rank[2]
+    assert len(victim) == 2, s.out
+    assert victim[0]["stale"] == victim[0]["batch"] and victim[0]["committed"] == 0
+    committed_once([s.one(0), s.one(1), victim[1]], 400)
+
+
+def test_given_back_items_are_set_aside():
+    s = step(3, 1, "work_give_back", PY_VICTIM=1)
+    assert s.rc == 0, s.out
+    given = s.by_rank[1][0]["given"]
+    assert given and s.by_rank[1][0]["stale"] == []
+    ends = [s.by_rank[r][-1] for r in range(3)]
+    done = sorted(i for g in ends for i in g["done"])
+    assert sorted(done + given) == list(range(500))
+    assert ends[0]["status"] == [500, 500 - len(given), 0, 0, len(given)]
+
+
+def test_journal_resume(scratch):
+    first = step(3, 1, "work_journal", out_dir=scratch)
+    assert first.rc == 0, first.out
+    assert sum(g["committed"] for g in first.every(3)) == 300
+    again = step(3, 1, "work_journal", out_dir=scratch)
+    assert again.rc == 0, again.out
+    for g in again.every(3):
+        assert g["batches"] == 0 and g["status"][:2] == [300, 300], g
+
+
+def test_bad_arguments():
+    s = step(3, 1, "work_bad", PY_VICTIM=2)
+    assert s.rc == 0, s.out
+    got = [g["got"] for g in s.every(3)]
+    for g in got:
+        assert "n (the number of items) is -1" in g[0] and "is 2.5" in g[1]
+        assert "cap is 0" in g[2] and "max_attempts is 0" in g[3]
+        assert "lease_timeout is -1" in g[4] and "journal is 5" in g[5]
+        assert "name is 5" in g[6]
+        assert g[7].startswith("UsageError: cohort: ") or g[7].startswith("ConfigError: "), g[7]
+        assert "already being iterated over" in g[8]
+        assert g[9] == "cohort: the work queue 'ok' is closed"
+    assert got[0][7] == got[1][7] == got[2][7]
