@@ -5,7 +5,11 @@ LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver
 SH_LOG_DRIVER = $(LOG_DRIVER)
 AM_TESTS_ENVIRONMENT = \
 	COHORT_SRCDIR='$(abs_top_srcdir)'; export COHORT_SRCDIR; \
-	COHORT_BUILDDIR='$(abs_top_builddir)'; export COHORT_BUILDDIR;
+	COHORT_BUILDDIR='$(abs_top_builddir)'; export COHORT_BUILDDIR; \
+	CC='$(CC)'; export CC;
+if HAVE_PYTHON
+AM_TESTS_ENVIRONMENT += COHORT_PYTHON='$(PYTHON)'; export COHORT_PYTHON;
+endif
 if SANITIZERS
 AM_TESTS_ENVIRONMENT += \
 	COHORT_SANITIZED=1; export COHORT_SANITIZED; \
@@ -134,7 +138,7 @@ endif
 # The test cluster's directory (daemons' state and logs, kept after a run
 # for reading when something failed).
 clean-local:
-	rm -rf tests/cluster-run bench-cluster demo-cluster
+	rm -rf tests/cluster-run tests/python-cluster-run bench-cluster demo-cluster
 
 # Hardening of what runs in slurmstepd or in jobs (relro/now, stack
 # protector, fortify) and libcohort's interface (no hwloc, only cohort_*
@@ -148,3 +152,12 @@ check_PROGRAMS += tests/unit/test_journal
 TESTS += tests/unit/test_journal tests/cohort-work.sh
 EXTRA_DIST += tests/cohort-work.sh
 tests_unit_test_journal_LDADD = runtime/work/libcohort_work_journal.la $(UNIT_LDADD)
+
+# The Python package: every call, its errors and the ctypes prototypes
+# against the headers (pytest, as TAP); the two PyTorch examples on the
+# test cluster.
+check_PROGRAMS += tests/python/layout
+TESTS += tests/python.sh
+EXTRA_DIST += tests/python.sh tests/python/conftest.py \
+	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \
+	tests/python/test_prototypes.py tests/python/test_streams.py tests/python/test_work.py

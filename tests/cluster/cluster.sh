@@ -27,7 +27,7 @@
 # test may rewrite it between steps. SLURM_CONF is set for exec'd commands.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-packages="slurmctld slurmd slurm-client munge iproute2 util-linux python3-torch"
+packages="slurmctld slurmd slurm-client munge iproute2 util-linux python3-torch python3-torchvision"
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
