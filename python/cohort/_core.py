@@ -165,13 +165,17 @@ class Cohort:
         try:
             for obj in list(self._open):
                 obj.close()
-        finally:
-            h, self._h = self._h, None
-            lc = _lib.lib()
-            if lc.cohort_finalize(h) != 0:
-                # the handle is freed: the sentence is gone with it
-                raise errors.Error("cohort: the last barrier of finalize failed: a rank left "
-                                   "early or died", errors.ERR_PEER_LOST)
+            # The last barrier here, where its failure keeps its sentence
+            # (cohort_finalize frees the handle with it); after a failure
+            # the handle is left to the process's exit, as after abandon().
+            self.barrier()
+        except BaseException:
+            self.abandon()
+            raise
+        h, self._h = self._h, None
+        if _lib.lib().cohort_finalize(h) != 0:
+            raise errors.PeerLost("cohort: a rank left the step between the last two barriers "
+                                  "of finalize", errors.ERR_PEER_LOST)
 
     def abandon(self) -> None:
         """Stops using the handle without the collective calls (after an

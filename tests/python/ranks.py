@@ -115,13 +115,18 @@ def init_only():
 
 def work_all():
     """Every rank records what it committed, from work.stale after each
-    implicit commit; PY_RAISE / PY_BREAK: the victim leaves its first
-    loop that way, then iterates again."""
+    implicit commit; PY_HOW=raise / break: the victim leaves its first
+    loop that way, then iterates again; die: it exits holding its first
+    batch (noted in $PY_OUT/died)."""
     how = os.environ.get("PY_HOW", "")
     n = int(os.environ.get("PY_ITEMS", "3000"))
     done, given = [], []
     with cohort.init() as c:
         with c.work("q", n, cap=int(os.environ.get("PY_CAP", "32"))) as work:
+            if RANK == VICTIM and how == "die":
+                for batch in work:
+                    fifo_tell("died", " ".join(map(str, batch)))
+                    os._exit(0)
             if RANK == VICTIM and how in ("raise", "break"):
                 try:
                     for batch in work:
@@ -219,13 +224,19 @@ def work_bad():
     say(got=got)
 
 
-def settle(c, s, total):
-    """Polls until the ranks own total streams in all (collective)."""
+def settle(c, s, total, revoked=None):
+    """Polls until the ranks own total streams in all and none is moving
+    (collective). status() first: every event sent before its answer is
+    then waiting for events()."""
     while True:
+        st = s.status()
         for ev in s.events(0.05):
             if isinstance(ev, cohort.Revoke):
+                if revoked is not None:
+                    revoked.append(ev.key)
                 s.release(ev)
-        if sum(c.allgather(len(s.mine()))) == total:
+        views = c.allgather((len(s.mine()), st.moving, st.unplaced))
+        if sum(v[0] for v in views) == total and not any(v[1] or v[2] for v in views):
             return
 
 
@@ -244,13 +255,7 @@ def streams_basic():
                     s.remove("cam%02d" % i)
                 s.remove("not-a-stream")
             revoked = []
-            while True:
-                for ev in s.events(0.05):
-                    if isinstance(ev, cohort.Revoke):
-                        revoked.append(ev.key)
-                        s.release(ev)
-                if sum(c.allgather(len(s.mine()))) == 35:
-                    break
+            settle(c, s, 35, revoked)
             mine = s.mine()
             key = sorted(mine)[0]
             s.report(key, 1.5)
@@ -260,6 +265,7 @@ def streams_basic():
                 s.release(cohort.Assign(key, mine[key]))
             settle(c, s, 35)
             status = s.status()
+            c.barrier()  # a rank's close hands its streams to those still in
             say(first=first, owners=owners, revoked=revoked, given=given, mine=s.mine(),
                 status=list(status), epochs_grow=all(e > 0 for e in s.mine().values()))
 
@@ -285,6 +291,7 @@ def streams_bad():
         s.add("\u00e9cam/\u4e00")
         s.status()
         seen = [ev for ev in s.events(0)]
+        c.barrier()  # a rank's close hands its streams to those still in
         s.close()
         try:
             s.add("x")
@@ -311,7 +318,7 @@ def streams_kill():
             if st.workers == c.size - 1 and st.moving == 0 and st.unplaced == 0:
                 break
         got += [ev.key for ev in s.events(0) if isinstance(ev, cohort.Assign)]
-        say(victims=victims, took=sorted(k for k in got if k in victims), mine=sorted(s.mine()))
+        say(victims=victims, took=sorted(k for k in got if k in victims), status=list(st))
         s.abandon()
         c.abandon()
 

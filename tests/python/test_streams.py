@@ -15,7 +15,7 @@ def test_placement_remove_release():
     assert len(owners[0]) > max(len(o) for o in owners[1:])  # capacity 2 vs 1
     removed = {"cam%02d" % i for i in range(5)}
     revoked = {k for g in got for k in g["revoked"]}
-    assert revoked == removed
+    assert removed <= revoked  # and streams shed by workers the removal left above the bound
     final = [k for g in got for k in g["mine"]]
     assert sorted(final) == sorted(set(keys) - removed)
     assert got[3]["given"] not in got[3]["mine"] and got[3]["given"] in final
@@ -43,7 +43,7 @@ def test_a_dead_workers_streams_go_to_the_others():
     got = [s.one(r) for r in (0, 2, 3)]
     victims = got[0]["victims"]
     assert victims
-    took = sorted(k for g in got for k in g["took"])
-    assert took == sorted(victims)
-    owned = [k for g in got for k in g["mine"]]
-    assert sorted(owned) == ["cam%02d" % i for i in range(60)]
+    took = {k for g in got for k in g["took"]}
+    assert took == set(victims)
+    for g in got:  # all 60 on the 3 survivors, none moving, none unplaced
+        assert g["status"][:3] == [60, 0, 0] and g["status"][4] == 3, g["status"]

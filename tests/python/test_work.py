@@ -39,6 +39,16 @@ def test_break_gives_the_batch_back():
     assert got[1]["given"] and got[1]["held"] is None
 
 
+def test_a_dead_workers_batch_goes_to_the_others(scratch):
+    s = step(4, 2, "work_all", out_dir=scratch, PY_ITEMS=2000, PY_VICTIM=3, PY_HOW="die")
+    got = [s.one(r) for r in range(3)]
+    committed_once(got, 2000)
+    lost = [int(i) for i in open(os.path.join(scratch, "died")).read().split()]
+    assert lost and all(g["status"] == [2000, 2000, 0, 0, 0] for g in got)
+    assert "exit 1" in s.out  # the survivors' last barrier names the dead rank
+    assert s.out.count("cohort.errors.PeerLost: cohort: rank 3 (n2) closed") == 3, s.out
+
+
 def test_stale_batch(scratch):
     os.mkfifo(os.path.join(scratch, "go"))
     s = step(3, 1, "work_stale", out_dir=scratch, PY_VICTIM=2)
