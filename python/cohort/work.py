@@ -61,6 +61,9 @@ class Work:
         if not isinstance(name, str):
             raise errors.UsageError("cohort: the queue's name is %r: give a str" % (name,),
                                     errors.ERR_USAGE)
+        if n is None:
+            raise errors.UsageError("cohort: n (the number of items) is None: give a whole "
+                                    "number", errors.ERR_USAGE)
         self.n = _count(n, "n (the number of items)", 0, (1 << 64) - 1, 0)
         self.cap = _count(cap, "cap", 1, MAX_CAP, DEFAULT_CAP)
         if journal is not None and not isinstance(journal, str):

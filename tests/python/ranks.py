@@ -74,7 +74,7 @@ def usage():
 def stall_or(call):
     c = cohort.init(timeout=30)
     if RANK == VICTIM:
-        signal.alarm(10)
+        signal.alarm(6)
         signal.pause()
     c.set_timeout(2)
     try:
@@ -140,6 +140,8 @@ def work_all():
             for batch in work:
                 done += [i for i in prev if i not in work.stale]
                 prev = batch
+                if not done:
+                    work.extend()
             done += [i for i in prev if i not in work.stale]
             say(done=done, given=given, held=work.batch, committed=work.committed,
                 status=list(work.status()), error=str(work.error or ""))
@@ -187,7 +189,7 @@ def work_journal():
 def work_bad():
     c = cohort.init()
     got = []
-    for kw in ({"n": -1}, {"n": 2.5}, {"n": 10, "cap": 0}, {"n": 10, "max_attempts": 0},
+    for kw in ({"n": None}, {"n": -1}, {"n": 2.5}, {"n": 10, "cap": 0}, {"n": 10, "max_attempts": 0},
                {"n": 10, "lease_timeout": -1}, {"n": 10, "journal": 5}, {"n": 10, "name": 5}):
         args = {"name": "q"}
         args.update(kw)
@@ -288,6 +290,7 @@ def streams_bad():
                 got.append("none")
             except cohort.UsageError as e:
                 got.append(str(e))
+        s.report("not-mine", 1.0)  # dropped: no error
         s.add("\u00e9cam/\u4e00")
         s.status()
         seen = [ev for ev in s.events(0)]

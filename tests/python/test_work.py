@@ -85,6 +85,7 @@ def test_bad_arguments():
     assert s.rc == 0, s.out
     got = [g["got"] for g in s.every(3)]
     for g in got:
+        assert "n (the number of items) is None" in g.pop(0)
         assert "n (the number of items) is -1" in g[0] and "is 2.5" in g[1]
         assert "cap is 0" in g[2] and "max_attempts is 0" in g[3]
         assert "lease_timeout is -1" in g[4] and "journal is 5" in g[5]
