@@ -31,7 +31,7 @@ def _decode(kind: int, data: bytes) -> Any:
     return data if kind == _BYTES else pickle.loads(data)
 
 
-class Cohort:
+class Cohort(_lib.Scoped):
     """This task's membership of its Slurm job step (from ``cohort.init()``).
 
     Every method but the accessors is collective: every rank of the step
@@ -177,23 +177,18 @@ class Cohort:
             raise errors.PeerLost("cohort: a rank left the step between the last two barriers "
                                   "of finalize", errors.ERR_PEER_LOST)
 
+    def close(self) -> None:
+        """The same as finalize() (what leaving a ``with`` block does)."""
+        self.finalize()
+
     def abandon(self) -> None:
-        """Stops using the handle without the collective calls (after an
-        exception): later calls raise UsageError; this rank's connections
-        close when the process exits."""
+        """Stops using the handle, its work queues and stream sets without
+        the collective calls (after an exception): later calls raise
+        UsageError; this rank's connections close when the process exits."""
+        for obj in list(self._open):
+            obj.abandon()
         self._h = None
         self._open = []
-
-    def __enter__(self) -> "Cohort":
-        return self
-
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
-        if kind is None:
-            self.finalize()
-        else:
-            for obj in list(self._open):
-                obj.abandon()
-            self.abandon()
 
 
 def init(timeout: Optional[float] = None) -> Cohort:
@@ -215,4 +210,3 @@ def init(timeout: Optional[float] = None) -> Cohort:
         lc.cohort_finalize(h)
         raise e
     return Cohort(h)
-

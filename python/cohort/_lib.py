@@ -14,7 +14,7 @@ import math
 import os
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_long, c_size_t,
                     c_uint64, c_void_p)
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from . import errors
 
@@ -198,3 +198,20 @@ def seconds(value: Optional[float], what: str, default: int = 0) -> int:
         raise errors.UsageError("cohort: %s is %r: give a number of seconds > 0" % (what, value),
                                 errors.ERR_USAGE)
     return int(math.ceil(value))
+
+
+class Scoped:
+    """A context manager for the package's handles: close() when the block
+    ends normally, abandon() (no collective call) when it raises."""
+
+    close: Callable[[], None]
+    abandon: Callable[[], None]
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abandon()

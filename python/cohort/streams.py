@@ -66,7 +66,7 @@ def _number(value: Any, what: str) -> float:
     return float(value)
 
 
-class Streams:
+class Streams(_lib.Scoped):
     """This worker's membership of a stream set (from ``Cohort.streams``)::
 
         s = c.streams("cams", capacity=1.0)
@@ -206,12 +206,3 @@ class Streams:
         self._h = None
         self._mine.clear()
         self._c.forget(self)
-
-    def __enter__(self) -> "Streams":
-        return self
-
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abandon()

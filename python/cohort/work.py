@@ -33,7 +33,7 @@ def _count(value: Any, what: str, low: int, high: int, default: int) -> int:
     return value
 
 
-class Work:
+class Work(_lib.Scoped):
     """A work queue of items 0..n-1 shared by every rank (from
     ``Cohort.work``). Iterate over it for batches (lists of item ids)::
 
@@ -198,12 +198,3 @@ class Work:
         self._give_back_quietly()
         self._h = None
         self._c.forget(self)
-
-    def __enter__(self) -> "Work":
-        return self
-
-    def __exit__(self, kind: Any, value: Any, tb: Any) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abandon()
