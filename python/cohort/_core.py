@@ -8,7 +8,7 @@ import ctypes
 import math
 import pickle
 import struct
-from typing import Any, List, Optional, Union
+from typing import Any, List, Optional
 
 from . import _lib, errors
 from ._lib import seconds
@@ -17,7 +17,6 @@ from .work import Work
 
 _HEADER = struct.Struct("<BQ")  # kind (0 bytes, 1 pickle), length
 _BYTES, _PICKLE = 0, 1
-BytesLike = Union[bytes, bytearray, memoryview]
 
 
 def _encode(obj: Any) -> bytes:

@@ -10,7 +10,7 @@ import pytest
 
 import cohort
 from cohort import _lib, errors
-from conftest import BUILD, HEADERS, SRC, step
+from conftest import HEADERS, SRC, step
 
 FIXTURES = os.path.join(SRC, "tests", "fixtures")
 
