@@ -157,7 +157,8 @@ tests_unit_test_journal_LDADD = runtime/work/libcohort_work_journal.la $(UNIT_LD
 # against the headers (pytest, as TAP); the two PyTorch examples on the
 # test cluster.
 check_PROGRAMS += tests/python/layout
-TESTS += tests/python.sh
-EXTRA_DIST += tests/python.sh tests/python/conftest.py \
+TESTS += tests/python.sh tests/python-cluster.sh
+EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \
-	tests/python/test_prototypes.py tests/python/test_streams.py tests/python/test_work.py
+	tests/python/test_prototypes.py tests/python/test_streams.py tests/python/test_work.py \
+	examples/infer_images.py examples/camera_streams.py

@@ -1,0 +1,112 @@
+"""infer_images.py - image classification spread over every task of a Slurm
+step at each task's own speed, through cohort's work queue (``c.work``).
+
+Every task builds the same randomly initialised torchvision ResNet-18
+(seed 0; no weights are downloaded) and classifies synthetic images: image
+i's pixels come from a generator seeded with i, so any task computes the
+same image for the same id. One task (the last by default) is made 4x
+slower on purpose: after each batch it sleeps three times what the batch
+took. Rank 0 prints each task's share (items it committed, percent, busy
+seconds), the makespan, and the makespan a static split (N/size items per
+task, as DistributedSampler does) would have had at the speeds measured.
+
+    srun -N2 --ntasks-per-node=4 --cohort=infer python3 infer_images.py \
+        [--images 2000] [--size 224] [--batch 64] [--slow-rank R] [--out DIR]
+
+--out DIR: each task appends "id class" lines to DIR/classes.RANK for the
+items it committed (ids another task committed first are left out).
+Threads per task: $OMP_NUM_THREADS, else 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import List, Optional, TextIO
+
+import torch
+import torchvision
+
+import cohort
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--images", type=int, default=2000, help="images to classify")
+    p.add_argument("--size", type=int, default=224, help="image side, pixels")
+    p.add_argument("--batch", type=int, default=64, help="most images in one batch")
+    p.add_argument("--slow-rank", type=int, default=None,
+                   help="the task made 4x slower (default: the last; -1: none)")
+    p.add_argument("--out", default=None, help="directory for classes.RANK files")
+    args = p.parse_args()
+    if args.images < 1 or args.size < 32 or args.batch < 1:
+        p.error("--images and --batch must be at least 1, --size at least 32")
+    return args
+
+
+def image(item: int, size: int) -> torch.Tensor:
+    """Item's synthetic image, 3 x size x size, the same on every task."""
+    return torch.rand(3, size, size, generator=torch.Generator().manual_seed(item))
+
+
+def classify(model: torch.nn.Module, batch: List[int], size: int) -> List[int]:
+    with torch.no_grad():
+        return model(torch.stack([image(i, size) for i in batch])).argmax(dim=1).tolist()
+
+
+def main() -> None:
+    args = parse()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    torch.manual_seed(0)  # the same model everywhere
+    model = torchvision.models.resnet18(weights=None).eval()
+    classify(model, [0, 1], args.size)  # warm-up, outside the timings
+
+    with cohort.init() as c:
+        slow = c.size - 1 if args.slow_rank is None else args.slow_rank
+        out: Optional[TextIO] = None
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            out = open(os.path.join(args.out, "classes.%d" % c.rank), "a")
+        busy, processed = 0.0, 0
+        with c.work("infer_images", args.images, cap=args.batch) as work:
+            c.barrier()  # a common start for the makespan
+            start = time.monotonic()
+            for batch in work:
+                t = time.monotonic()
+                classes = classify(model, batch, args.size)
+                if c.rank == slow:
+                    time.sleep(3 * (time.monotonic() - t))
+                busy += time.monotonic() - t
+                processed += len(batch)
+                stale = set(work.commit())  # publish only what this task committed
+                if out:
+                    out.writelines("%d %d\n" % (i, k) for i, k in zip(batch, classes)
+                                   if i not in stale)
+                    out.flush()
+            finished = time.monotonic() - start
+            committed = work.committed
+        if out:
+            out.close()
+        every = c.allgather((committed, busy, processed, finished))
+        if c.rank == 0:
+            report(every, args.images, slow)
+
+
+def report(every: List[tuple], n: int, slow: int) -> None:
+    """Each task's share, the makespan, and a static split's at these speeds."""
+    size = len(every)
+    static = 0.0
+    for r, (committed, busy, processed, _) in enumerate(every):
+        print("rank %d: %d items (%.1f %%), busy %.2f s%s" % (
+            r, committed, 100.0 * committed / n, busy, ", 4x slower" if r == slow else ""))
+        share = n // size + (r < n % size)  # DistributedSampler-like: N/size each
+        if processed:
+            static = max(static, share * busy / processed)
+    makespan = max(f for _, _, _, f in every)
+    print("makespan %.2f s; a static split (%d items per task) would take %.2f s "
+          "at the speeds measured" % (makespan, -(-n // size), static), flush=True)
+
+
+if __name__ == "__main__":
+    main()

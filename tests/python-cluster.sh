@@ -1,0 +1,94 @@
+#!/bin/bash
+# python-cluster.sh - the Python package's examples under real Slurm: boots
+# tests/cluster's cluster (2 nodes, its own directory, the freshly built
+# spank_cohort.so) and runs examples/infer_images.py (the work queue) and
+# examples/camera_streams.py (stream sets, one worker SIGKILLed) through
+# srun -N2 --ntasks-per-node=4 --cohort=infer, checking what the tasks wrote:
+# every image classified once, every stream served, no frame twice, the dead
+# worker's streams served on by the others. No timing is judged. TAP.
+# Skipped with the reason where the cluster cannot run, under the
+# sanitizers, or without torch and torchvision in $COHORT_PYTHON.
+. "$COHORT_SRCDIR/tests/tap.sh"
+cluster="$COHORT_SRCDIR/tests/cluster/cluster.sh"
+plugin="$COHORT_BUILDDIR/plugin/.libs/spank_cohort.so"
+py=${COHORT_PYTHON:-/usr/bin/python3}
+examples="$COHORT_SRCDIR/examples"
+
+[ -n "${COHORT_SANITIZED:-}" ] && skip_all "the plugin runs in slurmstepd, which is not built with the sanitizers"
+[ -e "$plugin" ] || skip_all "spank_cohort.so was not built (no spank.h)"
+why=$("$cluster" check) || skip_all "no test cluster here: $why"
+"$py" -c 'import torch, torchvision' 2>/dev/null || skip_all "$py lacks torch or torchvision"
+
+dir="$COHORT_BUILDDIR/tests/python-cluster-run"
+"$cluster" down "$dir" >/dev/null 2>&1
+rm -rf "$dir"
+mkdir -p "$dir/etc"
+echo "required $plugin default=env" >"$dir/etc/plugstack.conf"
+"$cluster" up "$dir" 2 "$COHORT_SRCDIR" "$COHORT_BUILDDIR" >"$tmp/up.log" 2>&1 ||
+    bail "the test cluster did not start: $(tail -5 "$tmp/up.log")"
+trap '"$cluster" down "$dir"; rm -rf "$tmp"' EXIT
+work="$dir/work"
+cd "$work" || bail "no $work"
+
+# run OUT ARGS...: srun -N2 --ntasks-per-node=4 --cohort=infer of the
+# python with the package from the trees, on the head node, bounded; stdout
+# to OUT, stderr to OUT.err. Returns srun's status.
+env="ALL,COHORT_LIBRARY=$COHORT_BUILDDIR/runtime/libcohort/.libs/libcohort.so.0"
+env="$env,PYTHONPATH=$COHORT_SRCDIR/python,OMP_NUM_THREADS=1"
+env="$env,COHORT_WORK_COORD=$COHORT_BUILDDIR/runtime/work/cohort-work-coord"
+run() {
+    local out=$1
+    shift
+    SLURM_TIMELIMIT=3 "$cluster" exec "$dir" head timeout 170 \
+        srun -N2 --ntasks-per-node=4 --cohort=infer --export="$env" "$py" "$@" >"$out" 2>"$out.err"
+}
+# why FILE: the first lines of FILE.err, for an ok line.
+why() { head -3 "$1.err" | cut -c1-200 | tr '\n' ';'; }
+
+# --- infer_images.py: the work queue, one task 4x slower -------------------
+images=160
+mkdir -p "$work/infer"
+run "$tmp/infer" "$examples/infer_images.py" --images $images --size 64 --batch 16 --out "$work/infer"
+ok $? "infer_images.py --images $images --size 64 on 2x4 tasks exits 0 ($(why "$tmp/infer"))"
+cat "$work/infer"/classes.* 2>/dev/null | awk '{print $1}' | sort -n >"$tmp/infer.ids"
+seq 0 $((images - 1)) | cmp -s - "$tmp/infer.ids"
+ok $? "every image 0..$((images - 1)) classified exactly once across the classes.* files ($(wc -l <"$tmp/infer.ids") lines, $(sort -u "$tmp/infer.ids" | wc -l) distinct, $(awk 'NF != 2' "$work/infer"/classes.* 2>/dev/null | wc -l) malformed)"
+shares=$(awk '/^rank [0-9]+: [0-9]+ items/ {n++; s += $3} END {print n + 0, s + 0}' "$tmp/infer")
+test "$shares" = "8 $images"
+ok $? "the 8 tasks' printed shares sum to $images (tasks, items: $shares; $(awk '/^rank/ {printf "%s%s", sep, $3; sep = "+"}' "$tmp/infer"))"
+grep -q '^makespan [0-9.]* s; a static split .* would take [0-9.]* s' "$tmp/infer"
+ok $? "makespan and static split printed ($(grep -m1 '^makespan' "$tmp/infer"))"
+
+# --- camera_streams.py: 200 streams, rank 5 SIGKILLed 5 s in ---------------
+streams=200 victim=5
+mkdir -p "$work/cams"
+run "$tmp/cams" "$examples/camera_streams.py" --streams $streams --fps 4 --seconds 12 \
+    --kill-rank $victim --kill-after 5 --out "$work/cams"
+rc=$?
+# srun fails (a task was killed); each survivor says so, and srun names no
+# task but the victim as ending badly.
+ended=$(grep -c "^rank [0-9]*: the step ended without rank $victim " "$tmp/cams")
+counts=$(grep -c '^rank [0-9]*: [0-9]* streams held at the end' "$tmp/cams")
+others=$(grep 'srun: error: .*task [0-9]*:' "$tmp/cams.err" | grep -v "task $victim: Killed" | head -2 | tr '\n' ';')
+[ $rc != 124 ] && [ "$ended" = 7 ] && [ "$counts" = 7 ] && [ -z "$others" ] &&
+    grep -q "task $victim: Killed" "$tmp/cams.err" && ! grep -q "^rank $victim: " "$tmp/cams"
+ok $? "camera_streams.py: rank $victim killed, the 7 others print their line and end well (srun $rc, $counts count lines, $ended 'ended without' lines${others:+; $others} $(grep -v 'srun: error' "$tmp/cams.err" | head -2 | cut -c1-200 | tr '\n' ';'))"
+for f in "$work/cams"/frames.*; do
+    awk -v r="${f##*.}" '{print $1, $2, $3, r}' "$f"
+done 2>/dev/null | sort -k1,1 -k2,2n >"$tmp/frames"
+served=$(awk '{print $1}' "$tmp/frames" | sort -u | wc -l)
+test "$served" = $streams
+ok $? "every one of the $streams streams had frames processed ($served did, $(wc -l <"$tmp/frames") frames in all)"
+twice=$(awk '{print $1, $2}' "$tmp/frames" | uniq -d | wc -l)
+[ -s "$tmp/frames" ] && [ "$twice" = 0 ]
+ok $? "no frame of any stream processed by two workers (or twice: $twice)"
+older=$(awk '$1 == s && $3 < e {n++} {s = $1; e = $3} END {print n + 0}' "$tmp/frames")
+[ -s "$tmp/frames" ] && [ "$older" = 0 ]
+ok $? "along each stream the owners' epochs only grow ($older frames with an older epoch than the one before)"
+# The victim's streams: each served on by another worker past its last frame.
+orphans=$(awk -v v=$victim '$4 == v {last[$1] = $2} $4 != v {after[$1] = $2}
+    END {for (s in last) if (!(s in after) || after[s] <= last[s]) n++; print n + 0, length(last)}' "$tmp/frames")
+[ "${orphans% *}" = 0 ] && [ "${orphans#* }" -gt 0 ]
+ok $? "every stream rank $victim held was processed by another worker after the kill (left behind, held: $orphans; taken over: $(awk '/streams held at the end/ {printf "%s%s", sep, $(NF - 6); sep = "+"}' "$tmp/cams"))"
+
+tap_done
