@@ -1,34 +1,32 @@
 ## python/local.mk - the Python package `cohort` (pure Python over ctypes):
 ## installed into python3's site directory with a _config.py naming where
-## make install put libcohort and the tools, byte-compiled there; checked
-## after installation (installcheck) against the installed headers.
+## make install put libcohort and the tools (written at install time, so
+## that it names the directories of that install), byte-compiled there;
+## checked after installation (installcheck) against the installed headers.
 cohort_py = python/cohort/__init__.py python/cohort/__main__.py python/cohort/_core.py \
 	python/cohort/_lib.py python/cohort/errors.py python/cohort/info.py \
 	python/cohort/streams.py python/cohort/work.py python/cohort/py.typed
 EXTRA_DIST += $(cohort_py)
 if HAVE_PYTHON
 cohortpy_DATA = $(cohort_py)
-nodist_cohortpy_DATA = python/_config.py
-CLEANFILES = python/_config.py
-
-python/_config.py: Makefile
-	$(AM_V_GEN)mkdir -p python && { \
-	echo '"""cohort._config - where make install put libcohort and the tools (written by make)."""'; \
-	echo 'LIBDIR = "$(libdir)"'; \
-	echo 'BINDIR = "$(bindir)"'; } >$@
 
 install-data-hook:
+	{ echo '"""cohort._config - where make install put libcohort and the tools."""'; \
+	echo 'LIBDIR = "$(libdir)"'; \
+	echo 'BINDIR = "$(bindir)"'; } >"$(DESTDIR)$(cohortpydir)/_config.py"
 	$(PYTHON) -m compileall -q "$(DESTDIR)$(cohortpydir)"
 uninstall-hook:
-	rm -rf "$(DESTDIR)$(cohortpydir)/__pycache__"
+	rm -rf "$(DESTDIR)$(cohortpydir)/__pycache__" "$(DESTDIR)$(cohortpydir)/_config.py"
 	-rmdir "$(DESTDIR)$(cohortpydir)"
 
-# The installed package loads the installed libcohort (no COHORT_LIBRARY)
-# and its prototypes match the installed headers.
+# The installed package loads the installed libcohort (no COHORT_LIBRARY;
+# under a DESTDIR, the library there) and its prototypes match the
+# installed headers.
 installcheck-local:
 	@if ! $(PYTHON) -c 'import pytest' 2>/dev/null; then \
 	echo "installcheck: $(PYTHON) has no pytest: the installed package is not checked"; \
 	else cd "$(abs_top_srcdir)/tests/python" && env -u COHORT_LIBRARY \
+	$$(test -z "$(DESTDIR)" || echo "COHORT_LIBRARY=$(DESTDIR)$(libdir)/libcohort.so.0") \
 	PYTHONPATH="$(DESTDIR)$(cohortpydir)/..:$(abs_top_srcdir)/tests/python" \
 	COHORT_INCLUDEDIR="$(DESTDIR)$(includedir)" COHORT_SRCDIR="$(abs_top_srcdir)" \
 	$(PYTHON) -c 'import cohort, test_prototypes as t; \

@@ -5,28 +5,36 @@ cohort.h), and the work queues and stream sets opened on it."""
 from __future__ import annotations
 
 import ctypes
-import math
 import pickle
 import struct
 from typing import Any, List, Optional
 
 from . import _lib, errors
-from ._lib import seconds
 from .streams import Streams
 from .work import Work
 
-_HEADER = struct.Struct("<BQ")  # kind (0 bytes, 1 pickle), length
-_BYTES, _PICKLE = 0, 1
+_HEADER = struct.Struct("<BQ")  # kind, length
+_BYTES, _PICKLE, _FAILED = 0, 1, 2  # _FAILED: the sender could not pickle; the text says why
 
 
 def _encode(obj: Any) -> bytes:
+    """Header and payload; an object that cannot be pickled travels as the
+    reason, so that every rank fails alike."""
     if isinstance(obj, (bytes, bytearray, memoryview)):
-        return _HEADER.pack(_BYTES, len(bytes(obj))) + bytes(obj)
-    data = pickle.dumps(obj, protocol=pickle.DEFAULT_PROTOCOL)
+        data = bytes(obj)
+        return _HEADER.pack(_BYTES, len(data)) + data
+    try:
+        data = pickle.dumps(obj, protocol=pickle.DEFAULT_PROTOCOL)
+    except Exception as e:  # any pickling failure, whatever the object raises
+        why = ("%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:1000]
+        return _HEADER.pack(_FAILED, len(why)) + why
     return _HEADER.pack(_PICKLE, len(data)) + data
 
 
-def _decode(kind: int, data: bytes) -> Any:
+def _decode(call: str, rank: int, kind: int, data: bytes) -> Any:
+    if kind == _FAILED:
+        raise errors.UsageError("cohort: %s: rank %d could not pickle its object (%s)"
+                                % (call, rank, data.decode("utf-8", "replace")), errors.ERR_USAGE)
     return data if kind == _BYTES else pickle.loads(data)
 
 
@@ -65,35 +73,42 @@ class Cohort(_lib.Scoped):
             self.rank, self.size, self.node_rank, self.node_count, self.local_rank,
             self.local_size, self.bootstrap, "" if self._h else ", finalized")
 
-    def handle(self) -> ctypes.c_void_p:
+    def _handle(self) -> ctypes.c_void_p:
         """The struct cohort pointer (for the work queue and stream set)."""
         if self._h is None:
             raise errors.UsageError("cohort: this Cohort was finalized", errors.ERR_USAGE)
         return self._h
 
-    def check(self, rc: int) -> int:
+    def _check(self, rc: int) -> int:
         """rc, or the exception for this handle's last failure when rc < 0."""
         if rc < 0:
-            raise _lib.fail(self.handle())
+            raise _lib.fail(self._handle())
         return rc
+
+    def _agree(self, call: str, problem: Optional[str]) -> None:
+        """Before a collective open: this rank's argument problem (or None)
+        goes to every rank, and all raise alike when any rank has one, as
+        libcohort does with the arguments it checks itself."""
+        problems = self.allgather(problem)
+        for rank, why in enumerate(problems):
+            if why is not None:
+                raise errors.UsageError("cohort: %s failed on rank %d: %s" % (call, rank, why),
+                                        errors.ERR_USAGE)
 
     def set_timeout(self, seconds_: float) -> None:
         """The deadline of every later call, in seconds (1 to 86400; rounded
         up to whole seconds). Local: every rank should set the same."""
-        if isinstance(seconds_, bool) or not isinstance(seconds_, (int, float)) or \
-                not math.isfinite(seconds_):
-            raise errors.UsageError("cohort: the timeout is %r: give seconds from 1 to 86400"
-                                    % (seconds_,), errors.ERR_USAGE)
-        self.check(_lib.lib().cohort_set_timeout(self.handle(), int(math.ceil(seconds_))))
+        s = _lib.seconds(seconds_, "the timeout")
+        self._check(_lib.lib().cohort_set_timeout(self._handle(), s))
 
     def barrier(self) -> None:
         """Returns when every rank has called it."""
-        self.check(_lib.lib().cohort_barrier(self.handle()))
+        self._check(_lib.lib().cohort_barrier(self._handle()))
 
     def _bcast_bytes(self, data: bytes, length: int, root: int) -> bytes:
         buf = ctypes.create_string_buffer(data, length) if data else \
             ctypes.create_string_buffer(length)
-        self.check(_lib.lib().cohort_bcast(self.handle(), buf, length, root))
+        self._check(_lib.lib().cohort_bcast(self._handle(), buf, length, root))
         return buf.raw
 
     def bcast(self, obj: Any = None, root: int = 0) -> Any:
@@ -101,15 +116,12 @@ class Cohort(_lib.Scoped):
         objects arrive as bytes, anything else is pickled by root and
         unpickled here (it travels only between the step's authenticated
         ranks)."""
-        if isinstance(root, bool) or not isinstance(root, int):
-            raise errors.UsageError("cohort: bcast root is %r: give a rank" % (root,),
-                                    errors.ERR_USAGE)
+        root = _lib.whole(root, "bcast's root", 0, self.size - 1)
         mine = _encode(obj) if root == self.rank else b""
         head = self._bcast_bytes(mine[:_HEADER.size], _HEADER.size, root)
         kind, length = _HEADER.unpack(head)
-        if length == 0:
-            return _decode(kind, b"")
-        return _decode(kind, self._bcast_bytes(mine[_HEADER.size:], length, root))
+        data = self._bcast_bytes(mine[_HEADER.size:], length, root) if length else b""
+        return _decode("bcast", root, kind, data)
 
     def allgather(self, obj: Any) -> List[Any]:
         """Every rank's obj, in rank order, on every rank (bytes-like objects
@@ -119,16 +131,16 @@ class Cohort(_lib.Scoped):
         mine = _encode(obj)
         lc = _lib.lib()
         heads = ctypes.create_string_buffer(_HEADER.size * self.size)
-        self.check(lc.cohort_allgather(self.handle(), mine[:_HEADER.size], _HEADER.size, heads))
+        self._check(lc.cohort_allgather(self._handle(), mine[:_HEADER.size], _HEADER.size, heads))
         parts = [_HEADER.unpack_from(heads.raw, i * _HEADER.size) for i in range(self.size)]
         width = max(length for _, length in parts)
-        if width == 0:
-            return [_decode(kind, b"") for kind, _ in parts]
-        body = mine[_HEADER.size:].ljust(width, b"\0")
-        out = ctypes.create_string_buffer(width * self.size)
-        self.check(lc.cohort_allgather(self.handle(), body, width, out))
-        raw = out.raw
-        return [_decode(kind, raw[i * width:i * width + length])
+        raw = b""
+        if width:
+            body = mine[_HEADER.size:].ljust(width, b"\0")
+            out = ctypes.create_string_buffer(width * self.size)
+            self._check(lc.cohort_allgather(self._handle(), body, width, out))
+            raw = out.raw
+        return [_decode("allgather", i, kind, raw[i * width:i * width + length])
                 for i, (kind, length) in enumerate(parts)]
 
     def work(self, name: str, n: int, journal: Optional[str] = None,
@@ -150,7 +162,7 @@ class Cohort(_lib.Scoped):
         self._open.append(s)
         return s
 
-    def forget(self, obj: Any) -> None:
+    def _forget(self, obj: Any) -> None:
         """A work queue or stream set closed: no longer closed by finalize."""
         if obj in self._open:
             self._open.remove(obj)
@@ -200,7 +212,7 @@ def init(timeout: Optional[float] = None) -> Cohort:
     or Error with cohort's sentence for other failures.
     """
     lc = _lib.lib()
-    opts = _lib.Opts(ctypes.sizeof(_lib.Opts), seconds(timeout, "timeout"))
+    opts = _lib.Opts(ctypes.sizeof(_lib.Opts), _lib.seconds(timeout, "timeout"))
     h = ctypes.c_void_p()
     if lc.cohort_init(ctypes.byref(h), ctypes.byref(opts)) != 0:
         if not h:

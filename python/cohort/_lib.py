@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import operator
 import os
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_long, c_size_t,
                     c_uint64, c_void_p)
@@ -189,15 +190,42 @@ def fail(handle: Any) -> errors.Error:
                             lc.cohort_error_code(handle))
 
 
-def seconds(value: Optional[float], what: str, default: int = 0) -> int:
-    """A duration in whole seconds for the C API (rounded up); None: default."""
+def seconds(value: Optional[float], what: str, maximum: int = 86400) -> int:
+    """A duration in whole seconds for the C API (rounded up), 1 to
+    maximum; None: 0 (the C default). Raises UsageError otherwise."""
     if value is None:
-        return default
+        return 0
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value) or value <= 0:
-        raise errors.UsageError("cohort: %s is %r: give a number of seconds > 0" % (what, value),
-                                errors.ERR_USAGE)
+            not math.isfinite(value) or not 0 < value <= maximum:
+        raise errors.UsageError("cohort: %s is %r: give seconds, more than 0 and at most %d"
+                                % (what, value, maximum), errors.ERR_USAGE)
     return int(math.ceil(value))
+
+
+def whole(value: Any, what: str, low: int, high: int) -> int:
+    """An integer (anything with __index__, e.g. numpy's) from low to high,
+    else UsageError."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        n = operator.index(value)
+    except TypeError:
+        n = None
+    if n is None or not low <= n <= high:
+        raise errors.UsageError("cohort: %s is %r: give a whole number from %d to %d"
+                                % (what, value, low, high), errors.ERR_USAGE)
+    return n
+
+
+def name_bytes(value: Any, what: str) -> bytes:
+    """A queue's or set's name for C (str without NUL), else UsageError."""
+    try:
+        if isinstance(value, str) and "\0" not in value:
+            return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        pass
+    raise errors.UsageError("cohort: %s is %r: give a str without NUL" % (what, value),
+                            errors.ERR_USAGE)
 
 
 class Scoped:

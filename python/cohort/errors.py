@@ -48,12 +48,14 @@ class UsageError(Error, ValueError):
     """A bad argument or call order on this rank (also a ``ValueError``)."""
 
 
-class Timeout(Error):
-    """The deadline passed: ranks did not join or reach the call in time."""
+class Timeout(Error, TimeoutError):
+    """The deadline passed: ranks did not join or reach the call in time
+    (also a ``TimeoutError``)."""
 
 
-class PeerLost(Error):
-    """Another rank's connection closed during a call (it exited or died)."""
+class PeerLost(Error, ConnectionError):
+    """Another rank's connection closed during a call (it exited or died;
+    also a ``ConnectionError``)."""
 
 
 class AuthError(Error):

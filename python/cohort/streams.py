@@ -49,7 +49,11 @@ def _key(key: Any) -> bytes:
     if not isinstance(key, str):
         raise errors.UsageError("cohort: a stream key is %r: give a str" % (key,),
                                 errors.ERR_USAGE)
-    raw = key.encode("utf-8", "surrogateescape")
+    try:
+        raw = key.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raise errors.UsageError("cohort: the stream key %r is not UTF-8 text" % (key[:40],),
+                                errors.ERR_USAGE) from None
     if not 1 <= len(raw) <= KEY_MAX or b"\0" in raw:
         raise errors.UsageError("cohort: the stream key %r has %d bytes%s: give 1 to %d "
                                 "bytes without NUL" % (key[:40], len(raw),
@@ -89,19 +93,26 @@ class Streams(_lib.Scoped):
 
     def __init__(self, cohort: "Cohort", name: str, capacity: float, epsilon: Optional[float],
                  lease_timeout: Optional[float], shed_after: Optional[float]) -> None:
-        if not isinstance(name, str):
-            raise errors.UsageError("cohort: the stream set's name is %r: give a str" % (name,),
-                                    errors.ERR_USAGE)
-        opts = _lib.StreamsOpts(ctypes.sizeof(_lib.StreamsOpts),
-                                0.0 if epsilon is None else _number(epsilon, "epsilon"),
-                                _lib.seconds(lease_timeout, "lease_timeout"),
-                                _lib.seconds(shed_after, "shed_after"))
+        problem = None
+        try:
+            raw_name = _lib.name_bytes(name, "the stream set's name")
+            cap = _number(capacity, "capacity")
+            eps = 0.25 if epsilon is None else _number(epsilon, "epsilon")
+            if not 0 < cap <= 1e6 or not 0 < eps <= 100:
+                raise errors.UsageError("cohort: capacity %r, epsilon %r: give capacity above 0 "
+                                        "(at most 1e6) and epsilon above 0 (at most 100)"
+                                        % (capacity, epsilon), errors.ERR_USAGE)
+            opts = _lib.StreamsOpts(ctypes.sizeof(_lib.StreamsOpts), eps,
+                                    _lib.seconds(lease_timeout, "lease_timeout"),
+                                    _lib.seconds(shed_after, "shed_after"))
+        except errors.UsageError as e:
+            problem = str(e)[len("cohort: "):]
         self.name = name
         self._c = cohort
+        cohort._agree("c.streams", problem)  # every rank fails alike, or none
         h = ctypes.c_void_p()
-        cohort.check(_lib.lib().cohort_streams_open_opts(
-            cohort.handle(), name.encode(), _number(capacity, "capacity"), ctypes.byref(opts),
-            ctypes.byref(h)))
+        cohort._check(_lib.lib().cohort_streams_open_opts(
+            cohort._handle(), raw_name, cap, ctypes.byref(opts), ctypes.byref(h)))
         self._h: Optional[ctypes.c_void_p] = h
         self._mine: Dict[str, int] = {}
 
@@ -118,13 +129,13 @@ class Streams(_lib.Scoped):
     def add(self, key: str, cost: float = 1.0) -> None:
         """Adds a stream (any rank, any time; cost > 0, relative). Adding one
         the set has is a no-op."""
-        self._c.check(_lib.lib().cohort_streams_add(self._handle(), _key(key),
+        self._c._check(_lib.lib().cohort_streams_add(self._handle(), _key(key),
                                                     _number(cost, "cost")))
 
     def remove(self, key: str) -> None:
         """Removes a stream (any rank); its owner is told Revoke. Removing
         one the set does not have is a no-op."""
-        self._c.check(_lib.lib().cohort_streams_remove(self._handle(), _key(key)))
+        self._c._check(_lib.lib().cohort_streams_remove(self._handle(), _key(key)))
 
     def _event(self, ev: _lib.StreamEvent) -> Event:
         key = ev.key.decode("utf-8", "surrogateescape")
@@ -143,7 +154,7 @@ class Streams(_lib.Scoped):
             raise errors.UsageError("cohort: timeout is %r: give 0 to 86400 seconds"
                                     % (timeout,), errors.ERR_USAGE)
         ev = _lib.StreamEvent()
-        if self._c.check(_lib.lib().cohort_streams_poll(self._handle(), ctypes.byref(ev),
+        if self._c._check(_lib.lib().cohort_streams_poll(self._handle(), ctypes.byref(ev),
                                                         ms)) == 0:
             return None
         return self._event(ev)
@@ -165,8 +176,9 @@ class Streams(_lib.Scoped):
             raise errors.UsageError("cohort: release takes an Assign or Revoke event, not %r"
                                     % (event,), errors.ERR_USAGE)
         kind = "COHORT_STREAM_ASSIGN" if isinstance(event, Assign) else "COHORT_STREAM_REVOKE"
-        ev = _lib.StreamEvent(_lib.CONSTANTS[kind], _key(event.key), event.epoch)
-        self._c.check(_lib.lib().cohort_streams_release(self._handle(), ctypes.byref(ev)))
+        ev = _lib.StreamEvent(_lib.CONSTANTS[kind], _key(event.key),
+                              _lib.whole(event.epoch, "the event's epoch", 0, (1 << 64) - 1))
+        self._c._check(_lib.lib().cohort_streams_release(self._handle(), ctypes.byref(ev)))
         if self._mine.get(event.key) == event.epoch:
             del self._mine[event.key]
 
@@ -174,7 +186,7 @@ class Streams(_lib.Scoped):
         """This worker's measured load on a stream it owns (>= 0, one unit for
         the whole set, e.g. ms of GPU time per second). A worker above its
         bound for shed_after seconds gives up its most loaded streams."""
-        self._c.check(_lib.lib().cohort_streams_report(self._handle(), _key(key),
+        self._c._check(_lib.lib().cohort_streams_report(self._handle(), _key(key),
                                                        _number(load, "load")))
 
     def mine(self) -> Dict[str, int]:
@@ -186,7 +198,7 @@ class Streams(_lib.Scoped):
         """The set as the coordinator sees it; every event for this worker
         it sent before is then waiting for events()."""
         st = _lib.StreamsStatus()
-        self._c.check(_lib.lib().cohort_streams_status(self._handle(), ctypes.byref(st)))
+        self._c._check(_lib.lib().cohort_streams_status(self._handle(), ctypes.byref(st)))
         return StreamsStatus(st.streams, st.moving, st.unplaced, st.moves, st.workers)
 
     def close(self) -> None:
@@ -197,12 +209,12 @@ class Streams(_lib.Scoped):
             return
         h, self._h = self._h, None
         self._mine.clear()
-        self._c.forget(self)
-        self._c.check(_lib.lib().cohort_streams_close(h))
+        self._c._forget(self)
+        self._c._check(_lib.lib().cohort_streams_close(h))
 
     def abandon(self) -> None:
         """Stops using the set after an exception, without the collective
         close (the worker's streams move when its process exits)."""
         self._h = None
         self._mine.clear()
-        self._c.forget(self)
+        self._c._forget(self)

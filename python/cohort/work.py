@@ -4,7 +4,9 @@ cohort_work.h) as a Python iterator of batches of item ids."""
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Any, Iterator, List, NamedTuple, Optional
+import os
+import weakref
+from typing import TYPE_CHECKING, Any, Generator, Iterator, List, NamedTuple, Optional
 
 from . import _lib, errors
 
@@ -24,13 +26,17 @@ class WorkStatus(NamedTuple):
     set_aside: int
 
 
-def _count(value: Any, what: str, low: int, high: int, default: int) -> int:
+def _journal(value: Any) -> Optional[bytes]:
     if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise errors.UsageError("cohort: %s is %r: give a whole number from %d to %d"
-                                % (what, value, low, high), errors.ERR_USAGE)
-    return value
+        return None
+    try:
+        path = os.fsencode(os.fspath(value))
+    except TypeError:
+        path = None
+    if not path or b"\0" in path:
+        raise errors.UsageError("cohort: journal is %r: give a path or None" % (value,),
+                                errors.ERR_USAGE)
+    return path
 
 
 class Work(_lib.Scoped):
@@ -49,8 +55,9 @@ class Work(_lib.Scoped):
     (another worker will do it; that counts an attempt). After a commit,
     ``work.stale`` lists the ids of that batch this worker no longer held
     (its lease timed out, or another worker committed them first): drop
-    their results. To publish inside the loop, commit there: ``stale =
-    work.commit()``. The queue is served by a coordinator process of its
+    their results. So publish a batch's results after that commit (in the
+    next round of the loop, minus ``work.stale``), or commit inside the
+    loop and publish at once: ``stale = work.commit()``. The queue is served by a coordinator process of its
     own: a worker that dies loses nothing but its current batch, which goes
     to the others.
     """
@@ -58,30 +65,30 @@ class Work(_lib.Scoped):
     def __init__(self, cohort: "Cohort", name: str, n: int, journal: Optional[str],
                  lease_timeout: Optional[float], max_attempts: Optional[int],
                  cap: Optional[int]) -> None:
-        if not isinstance(name, str):
-            raise errors.UsageError("cohort: the queue's name is %r: give a str" % (name,),
-                                    errors.ERR_USAGE)
-        if n is None:
-            raise errors.UsageError("cohort: n (the number of items) is None: give a whole "
-                                    "number", errors.ERR_USAGE)
-        self.n = _count(n, "n (the number of items)", 0, (1 << 64) - 1, 0)
-        self.cap = _count(cap, "cap", 1, MAX_CAP, DEFAULT_CAP)
-        if journal is not None and not isinstance(journal, str):
-            raise errors.UsageError("cohort: journal is %r: give a path or None" % (journal,),
-                                    errors.ERR_USAGE)
-        opts = _lib.WorkOpts(ctypes.sizeof(_lib.WorkOpts),
-                             journal.encode() if journal is not None else None,
-                             _lib.seconds(lease_timeout, "lease_timeout"),
-                             _count(max_attempts, "max_attempts", 1, 1000, 0))
+        problem = None
+        try:
+            if n is None:
+                raise errors.UsageError("cohort: n (the number of items) is None: give a "
+                                        "whole number", errors.ERR_USAGE)
+            raw_name = _lib.name_bytes(name, "the queue's name")
+            self.n = _lib.whole(n, "n (the number of items)", 0, (1 << 64) - 1)
+            self.cap = DEFAULT_CAP if cap is None else _lib.whole(cap, "cap", 1, MAX_CAP)
+            opts = _lib.WorkOpts(ctypes.sizeof(_lib.WorkOpts), _journal(journal),
+                                 _lib.seconds(lease_timeout, "lease_timeout", 604800),
+                                 0 if max_attempts is None else
+                                 _lib.whole(max_attempts, "max_attempts", 1, 1000))
+        except errors.UsageError as e:
+            problem = str(e)[len("cohort: "):]
         self.name = name
         self._c = cohort
+        cohort._agree("c.work", problem)  # every rank fails alike, or none
         h = ctypes.c_void_p()
-        cohort.check(_lib.lib().cohort_work_open(cohort.handle(), name.encode(), self.n,
-                                                 ctypes.byref(opts), ctypes.byref(h)))
+        cohort._check(_lib.lib().cohort_work_open(cohort._handle(), raw_name, self.n,
+                                                  ctypes.byref(opts), ctypes.byref(h)))
         self._h: Optional[ctypes.c_void_p] = h
         self._ids = (ctypes.c_uint64 * self.cap)()
         self._batch: Optional[List[int]] = None
-        self._iterating = False
+        self._loop: Optional["weakref.ref[Generator[List[int], None, None]]"] = None
         self.stale: List[int] = []
         """Ids of the last committed (or given back) batch this worker no
         longer held: drop their results."""
@@ -111,7 +118,7 @@ class Work(_lib.Scoped):
             return []
         lc = _lib.lib()
         call = lc.cohort_work_fail if fail else lc.cohort_work_commit
-        rc = self._c.check(call(self._handle(), self._ids, len(batch)))
+        rc = self._c._check(call(self._handle(), self._ids, len(batch)))
         self.stale = []
         if rc == _lib.CONSTANTS["COHORT_WORK_STALE"]:
             n = ctypes.c_size_t()
@@ -136,27 +143,31 @@ class Work(_lib.Scoped):
     def extend(self) -> None:
         """Keeps this worker's leases alive for another lease_timeout (for
         items that take long)."""
-        self._c.check(_lib.lib().cohort_work_extend(self._handle()))
+        self._c._check(_lib.lib().cohort_work_extend(self._handle()))
 
     def status(self) -> WorkStatus:
         """The queue's totals as the coordinator sees them."""
         st = _lib.WorkStatus()
-        self._c.check(_lib.lib().cohort_work_status(self._handle(), ctypes.byref(st)))
+        self._c._check(_lib.lib().cohort_work_status(self._handle(), ctypes.byref(st)))
         return WorkStatus(st.total, st.committed, st.leased, st.queued, st.set_aside)
 
     def _lease(self) -> List[int]:
-        k = self._c.check(_lib.lib().cohort_work_lease(self._handle(), self._ids, self.cap))
+        k = self._c._check(_lib.lib().cohort_work_lease(self._handle(), self._ids, self.cap))
         return self._ids[:k]
 
     def __iter__(self) -> Iterator[List[int]]:
-        if self._iterating:
+        """A new loop over the queue; one at a time (an earlier iterator that
+        is still held and not finished is refused: its batch is not settled)."""
+        old = self._loop() if self._loop else None
+        if old is not None and old.gi_frame is not None:
             raise errors.UsageError("cohort: the work queue '%s' is already being iterated "
                                     "over" % self.name, errors.ERR_USAGE)
         self._handle()
-        return self._batches()
+        loop = self._batches()
+        self._loop = weakref.ref(loop)
+        return loop
 
-    def _batches(self) -> Iterator[List[int]]:
-        self._iterating = True
+    def _batches(self) -> Generator[List[int], None, None]:
         try:
             while True:
                 self._settle(False)
@@ -168,8 +179,6 @@ class Work(_lib.Scoped):
         except GeneratorExit:
             self._give_back_quietly()
             raise
-        finally:
-            self._iterating = False
 
     def _give_back_quietly(self) -> None:
         if self._batch is not None and self._h is not None:
@@ -187,8 +196,8 @@ class Work(_lib.Scoped):
             return
         self._give_back_quietly()
         h, self._h = self._h, None
-        self._c.forget(self)
-        self._c.check(_lib.lib().cohort_work_close(h))
+        self._c._forget(self)
+        self._c._check(_lib.lib().cohort_work_close(h))
         if self.error is not None:
             raise self.error
 
@@ -197,4 +206,4 @@ class Work(_lib.Scoped):
         held, without the collective close."""
         self._give_back_quietly()
         self._h = None
-        self._c.forget(self)
+        self._c._forget(self)

@@ -98,7 +98,9 @@ struct cohort_work_status {
 int cohort_work_status(struct cohort_work *w, struct cohort_work_status *st);
 
 /* Collective: returns when every item is committed or set aside; frees w.
- * 0, or -1 with the reason in cohort_error (w is freed in both cases);
+ * 0, or -1 with the reason in cohort_error (w is freed in both cases),
+ * e.g. at once when every worker left in the queue has closed it with
+ * items not done and none leased (nobody would do them);
  * after a call on w failed for the coordinator (gone, silent), -1 at once,
  * cohort_error still naming that failure. */
 int cohort_work_close(struct cohort_work *w);

@@ -6,6 +6,7 @@ $PY_VICTIM a rank that misbehaves as the scenario says."""
 
 import json
 import os
+import pathlib
 import signal
 import sys
 
@@ -56,7 +57,9 @@ def usage():
     with cohort.init() as c:
         got = []
         for call in (lambda: c.bcast(b"x", root=c.size), lambda: c.set_timeout(0),
-                     lambda: c.set_timeout("soon"), lambda: c.bcast(1, root="0")):
+                     lambda: c.set_timeout("soon"), lambda: c.bcast(1, root="0"),
+                     lambda: c.bcast(b"x", root=2**32), lambda: c.set_timeout(2**32 + 5),
+                     lambda: c.bcast(b"x", root=True), lambda: c.set_timeout(86401)):
             try:
                 call()
                 got.append("none")
@@ -71,10 +74,24 @@ def usage():
     say(got=got)
 
 
+def pickles():
+    with cohort.init() as c:
+        got = {}
+        try:
+            c.bcast(lambda: 0)
+        except cohort.UsageError as e:
+            got["bcast"] = str(e)
+        try:
+            c.allgather((lambda: 0) if c.rank == 0 else c.rank)
+        except cohort.UsageError as e:
+            got["allgather"] = str(e)
+        say(after=c.allgather(c.rank), **got)
+
+
 def stall_or(call):
     c = cohort.init(timeout=30)
     if RANK == VICTIM:
-        signal.alarm(6)
+        signal.alarm(15)
         signal.pause()
     c.set_timeout(2)
     try:
@@ -121,8 +138,16 @@ def work_all():
     how = os.environ.get("PY_HOW", "")
     n = int(os.environ.get("PY_ITEMS", "3000"))
     done, given = [], []
+    try:
+        work_loops(how, n, done, given)
+    except cohort.PeerLost as e:  # the victim's death, at the last barrier
+        say(peer_lost=str(e))
+
+
+def work_loops(how, n, done, given):
     with cohort.init() as c:
-        with c.work("q", n, cap=int(os.environ.get("PY_CAP", "32"))) as work:
+        with c.work("q", n, cap=int(os.environ.get("PY_CAP", "32")),
+                    lease_timeout=600) as work:
             if RANK == VICTIM and how == "die":
                 for batch in work:
                     fifo_tell("died", " ".join(map(str, batch)))
@@ -152,8 +177,11 @@ def work_stale():
     until rank 0 has seen the queue finish; its commit is then stale."""
     with cohort.init() as c:
         with c.work("q", 400, lease_timeout=1, cap=8) as work:
-            done, stale = [], []
+            done, stale, first = [], [], True
             for batch in work:
+                if first:  # every rank holds a batch before the others drain the queue
+                    c.barrier()
+                    first = False
                 if RANK == VICTIM and not stale:
                     fifo_wait("go")
                     stale = work.commit()
@@ -168,8 +196,11 @@ def work_stale():
 def work_give_back():
     with cohort.init() as c:
         with c.work("q", 500, max_attempts=1, cap=16) as work:
-            done, given = [], []
+            done, given, first = [], [], True
             for batch in work:
+                if first:  # every rank holds a batch before the others drain the queue
+                    c.barrier()
+                    first = False
                 if RANK == VICTIM and not given:
                     given = list(batch)
                     stale = work.give_back()
@@ -181,7 +212,7 @@ def work_give_back():
 
 def work_journal():
     with cohort.init() as c:
-        with c.work("q", 300, journal=os.path.join(OUT, "q.journal")) as work:
+        with c.work("q", 300, journal=pathlib.Path(OUT) / "q.journal") as work:
             batches = sum(1 for _ in work)
             say(batches=batches, committed=work.committed, status=list(work.status()))
 
@@ -189,7 +220,8 @@ def work_journal():
 def work_bad():
     c = cohort.init()
     got = []
-    for kw in ({"n": None}, {"n": -1}, {"n": 2.5}, {"n": 10, "cap": 0}, {"n": 10, "max_attempts": 0},
+    for kw in ({"n": None}, {"n": -1}, {"n": 2.5}, {"n": 10, "name": "q\0x"},
+               {"n": 10, "cap": 0 if RANK == VICTIM else 8}, {"n": 10, "cap": 0}, {"n": 10, "max_attempts": 0},
                {"n": 10, "lease_timeout": -1}, {"n": 10, "journal": 5}, {"n": 10, "name": 5}):
         args = {"name": "q"}
         args.update(kw)
@@ -224,6 +256,20 @@ def work_bad():
         got.append(str(e))
     c.finalize()
     say(got=got)
+
+
+def work_abandoned():
+    """Every rank leaves its loop at once and closes: nobody will do the
+    rest, and every close says so instead of waiting."""
+    with cohort.init() as c:
+        work = c.work("q", 1000, cap=4)
+        for batch in work:
+            break
+        try:
+            work.close()
+            say(ok=True, held=work.batch)
+        except cohort.Error as e:
+            say(**error(e), held=work.batch)
 
 
 def settle(c, s, total, revoked=None):
@@ -263,28 +309,31 @@ def streams_basic():
             s.report(key, 1.5)
             given = None
             if RANK == VICTIM:
-                given = key
+                given = [key, mine[key]]
                 s.release(cohort.Assign(key, mine[key]))
             settle(c, s, 35)
             status = s.status()
             c.barrier()  # a rank's close hands its streams to those still in
             say(first=first, owners=owners, revoked=revoked, given=given, mine=s.mine(),
-                status=list(status), epochs_grow=all(e > 0 for e in s.mine().values()))
+                status=list(status))
 
 
 def streams_bad():
     with cohort.init() as c:
         got = []
-        try:
-            c.streams("bad", capacity=-1.0)
-            got.append("none")
-        except cohort.Error as e:
-            got.append("%s: %s" % (type(e).__name__, e))
+        for kw in ({"capacity": -1.0}, {"capacity": 0}, {"epsilon": 0},
+                   {"lease_timeout": 1e30}):
+            try:
+                c.streams("bad", **kw)
+                got.append("none")
+            except cohort.Error as e:
+                got.append("%s: %s" % (type(e).__name__, e))
         s = c.streams("cams")
         for call in (lambda: s.add(""), lambda: s.add("k" * 256), lambda: s.add("a\0b"),
                      lambda: s.add(7), lambda: s.add("k", cost="x"),
                      lambda: s.release(None), lambda: s.poll(-1),
-                     lambda: s.report("k", float("nan"))):
+                     lambda: s.report("k", float("nan")), lambda: s.add("\ud800"),
+                     lambda: s.release(cohort.Assign("k", -1))):
             try:
                 call()
                 got.append("none")

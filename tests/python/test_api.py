@@ -89,6 +89,7 @@ def test_exception_classes():
     for code in (6, 7, 8, 9, 42):
         assert type(errors.from_code("x", code)) is cohort.Error
     assert issubclass(cohort.UsageError, ValueError)
+    assert issubclass(cohort.Timeout, TimeoutError) and issubclass(cohort.PeerLost, ConnectionError)
 
 
 def test_init_outside_a_step():
@@ -98,8 +99,10 @@ def test_init_outside_a_step():
 
 
 def test_init_bad_timeout():
-    with pytest.raises(cohort.UsageError, match="timeout is -5: give a number of seconds > 0"):
+    with pytest.raises(cohort.UsageError, match="timeout is -5: give seconds, more than 0"):
         cohort.init(timeout=-5)
+    with pytest.raises(cohort.UsageError, match="at most 86400"):
+        cohort.init(timeout=2**32 + 7)
 
 
 def test_info_offline():

@@ -23,8 +23,17 @@ def test_usage_errors_leave_the_step_going():
     s = step(3, 1, "usage")
     assert s.rc == 0, s.out
     for g in s.every(3):
-        assert g["got"][:4] == ["UsageError 2"] * 4, g
-        assert g["got"][4] == "after finalize: cohort: this Cohort was finalized"
+        assert g["got"][:8] == ["UsageError 2"] * 8, g
+        assert g["got"][8] == "after finalize: cohort: this Cohort was finalized"
+
+
+def test_unpicklable_objects_fail_every_rank_alike():
+    s = step(3, 1, "pickles")
+    assert s.rc == 0, s.out
+    for g in s.every(3):
+        assert g["bcast"].startswith("cohort: bcast: rank 0 could not pickle its object ("), g
+        assert g["allgather"].startswith("cohort: allgather: rank 0 could not pickle"), g
+        assert g["after"] == [0, 1, 2]
 
 
 def test_timeout():

@@ -41,12 +41,12 @@ def test_break_gives_the_batch_back():
 
 def test_a_dead_workers_batch_goes_to_the_others(scratch):
     s = step(4, 2, "work_all", out_dir=scratch, PY_ITEMS=2000, PY_VICTIM=3, PY_HOW="die")
-    got = [s.one(r) for r in range(3)]
+    got = [s.by_rank[r][0] for r in range(3)]
     committed_once(got, 2000)
     lost = [int(i) for i in open(os.path.join(scratch, "died")).read().split()]
     assert lost and all(g["status"] == [2000, 2000, 0, 0, 0] for g in got)
-    assert "exit 1" in s.out  # the survivors' last barrier names the dead rank
-    assert s.out.count("cohort.errors.PeerLost: cohort: rank 3 (n2) closed") == 3, s.out
+    for r in range(3):  # the survivors' last barrier names the dead rank
+        assert s.by_rank[r][1]["peer_lost"].startswith("cohort: rank 3 (n2) closed"), s.out
 
 
 def test_stale_batch(scratch):
@@ -85,12 +85,27 @@ def test_bad_arguments():
     assert s.rc == 0, s.out
     got = [g["got"] for g in s.every(3)]
     for g in got:
-        assert "n (the number of items) is None" in g.pop(0)
-        assert "n (the number of items) is -1" in g[0] and "is 2.5" in g[1]
-        assert "cap is 0" in g[2] and "max_attempts is 0" in g[3]
-        assert "lease_timeout is -1" in g[4] and "journal is 5" in g[5]
-        assert "name is 5" in g[6]
-        assert g[7].startswith("UsageError: cohort: ") or g[7].startswith("ConfigError: "), g[7]
-        assert "already being iterated over" in g[8]
-        assert g[9] == "cohort: the work queue 'ok' is closed"
-    assert got[0][7] == got[1][7] == got[2][7]
+        p = "cohort: c.work failed on rank 0: "
+        assert g[0] == p + "n (the number of items) is None: give a whole number"
+        assert g[1].startswith(p + "n (the number of items) is -1: give a whole number")
+        assert g[2].startswith(p + "n (the number of items) is 2.5")
+        assert g[3] == p + "the queue's name is 'q\\x00x': give a str without NUL"
+        assert g[4] == "cohort: c.work failed on rank 2: cap is 0: give a whole number from 1 " \
+            "to 1048576"  # one rank's mistake fails every rank alike
+        assert g[5].startswith(p + "cap is 0") and g[6].startswith(p + "max_attempts is 0")
+        assert g[7].startswith(p + "lease_timeout is -1: give seconds")
+        assert g[8] == p + "journal is 5: give a path or None"
+        assert g[9] == p + "the queue's name is 5: give a str without NUL"
+        assert g[10].startswith("UsageError: cohort: cohort_work_open: rank 2 opens queue 'q' "
+                                "of 11 items"), g[10]
+        assert "already being iterated over" in g[11]
+        assert g[12] == "cohort: the work queue 'ok' is closed"
+
+
+def test_every_worker_closing_early_fails_the_closes_at_once():
+    s = step(3, 1, "work_abandoned")
+    assert s.rc == 0, s.out
+    for g in s.every(3):
+        assert g.get("error") == "UsageError" and g["held"] is None, g
+        assert "every worker left in queue 'q' closed it with " in g["msg"] and \
+            "nobody will do them" in g["msg"], g
