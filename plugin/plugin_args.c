@@ -2,6 +2,7 @@
 #include "plugin_args.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const mode_names[] = {"off", "env", "train", "infer"};
@@ -14,6 +15,88 @@ int plugin_mode_parse(const char *text, enum cohort_plugin_mode *out, struct coh
             return 0;
         }
     return cohort_fail(err, "mode '%s' is not one of off, env, train, infer", text);
+}
+
+static int yes_no(const char *key, const char *v, bool *out, struct cohort_err *err)
+{
+    if (strcmp(v, "yes") && strcmp(v, "no"))
+        return cohort_fail(err, "%s='%s' is not yes or no", key, v);
+    *out = strcmp(v, "yes") == 0;
+    return 0;
+}
+
+static int mps_threads(const char *v, unsigned *out, struct cohort_err *err)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || n < 1 || n > 100)
+        return cohort_fail(err, "threads '%s' is not a percentage from 1 to 100", v);
+    *out = (unsigned)n;
+    return 0;
+}
+
+/* A size as CUDA_MPS_PINNED_DEVICE_MEM_LIMIT takes it: digits and an
+ * optional K, M or G. */
+static int mps_mem(const char *v, char *out, size_t len, struct cohort_err *err)
+{
+    size_t digits = strspn(v, "0123456789");
+    if (!digits || digits >= len - 1 || (v[digits] && (strchr("KMG", v[digits]) == NULL ||
+                                                       v[digits + 1])))
+        return cohort_fail(err, "mem '%s' is not a size such as 8G, 512M or 1048576K", v);
+    snprintf(out, len, "%s", v);
+    return 0;
+}
+
+int mps_args_parse(const char *text, struct mps_args *m, struct cohort_err *err)
+{
+    if (!text || !strcmp(text, "1") || !strcmp(text, "yes")) {
+        m->on = true;
+        return 0;
+    }
+    if (!strcmp(text, "0") || !strcmp(text, "no")) {
+        m->on = false;
+        return 0;
+    }
+    char buf[128];
+    if (strlen(text) >= sizeof buf)
+        return cohort_fail(err, "'%.40s...' is too long", text);
+    snprintf(buf, sizeof buf, "%s", text);
+    struct mps_args got = *m;
+    got.on = true;
+    for (char *save, *w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+        int rc = 0;
+        if (!strcmp(w, "yes") || !strcmp(w, "no"))
+            got.on = !strcmp(w, "yes");
+        else if (!strncmp(w, "threads=", 8))
+            rc = mps_threads(w + 8, &got.threads, err);
+        else if (!strncmp(w, "mem=", 4))
+            rc = mps_mem(w + 4, got.mem, sizeof got.mem, err);
+        else
+            rc = cohort_fail(err, "'%s' is not yes, no, threads=PERCENT or mem=SIZE", w);
+        if (rc)
+            return rc;
+    }
+    *m = got;
+    return 0;
+}
+
+/* The mps* keys of plugstack.conf; 1 when key is none of them. */
+static int mps_key(const char *key, size_t klen, const char *v, struct plugin_args *out,
+                   struct cohort_err *e)
+{
+    if (klen == 3 && !strncmp(key, "mps", 3))
+        return yes_no("mps", v, &out->mps.on, e);
+    if (klen == 11 && !strncmp(key, "mps_threads", 11))
+        return mps_threads(v, &out->mps.threads, e);
+    if (klen == 7 && !strncmp(key, "mps_mem", 7))
+        return mps_mem(v, out->mps.mem, sizeof out->mps.mem, e);
+    if (klen == 11 && !strncmp(key, "mps_control", 11)) {
+        if (*v != '/' || strlen(v) >= sizeof out->mps_control)
+            return cohort_fail(e, "mps_control= needs an absolute path");
+        snprintf(out->mps_control, sizeof out->mps_control, "%s", v);
+        return 0;
+    }
+    return 1;
 }
 
 int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct cohort_err *err)
@@ -42,15 +125,13 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
                 snprintf(out->topology, sizeof out->topology, "%s", v);
         } else if (klen == 7 && strncmp(argv[i], "membind", 7) == 0)
             rc = membind_parse(v, &out->membind, &e);
-        else if (klen == 6 && strncmp(argv[i], "strict", 6) == 0) {
-            if (strcmp(v, "yes") == 0 || strcmp(v, "no") == 0)
-                out->strict = strcmp(v, "yes") == 0;
-            else
-                rc = cohort_fail(&e, "strict='%s' is not yes or no", v);
-        } else
+        else if (klen == 6 && strncmp(argv[i], "strict", 6) == 0)
+            rc = yes_no("strict", v, &out->strict, &e);
+        else if ((rc = mps_key(argv[i], klen, v, out, &e)) == 1)
             return cohort_fail(err,
                                "unknown argument '%.*s' (known: default, port_range, "
-                               "topology, membind, strict)",
+                               "topology, membind, strict, mps, mps_threads, mps_mem, "
+                               "mps_control)",
                                (int)klen, argv[i]);
         if (rc)
             return cohort_fail(err, "argument '%s': %s", argv[i], e.msg);

@@ -15,16 +15,32 @@ enum cohort_plugin_mode {
     PLUGIN_MODE_INFER, /* variables and binding, infer layout */
 };
 
+/* MPS for a step (infer mode, a GPU shared by tasks): the site's default,
+ * or a job's --cohort-mps / COHORT_MPS. */
+struct mps_args {
+    bool on;          /* mps=yes|no (no) */
+    unsigned threads; /* mps_threads=1..100: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE; 0: unset */
+    char mem[32];     /* mps_mem=SIZE (e.g. 8G): CUDA_MPS_PINNED_DEVICE_MEM_LIMIT; "": unset */
+};
+
 struct plugin_args {
     enum cohort_plugin_mode default_mode; /* default=off|env|train|infer (off) */
     struct port_range ports;              /* port_range=A-B */
     char topology[4096];                  /* topology=FILE ("" = discover) */
     enum membind_policy membind;          /* membind=bind|interleave|none */
     bool strict;                          /* strict=yes|no: internal errors fail tasks */
+    struct mps_args mps;                  /* mps=, mps_threads=, mps_mem= */
+    char mps_control[4096];               /* mps_control=PATH of nvidia-cuda-mps-control
+                                             ("" = /usr/bin, then /usr/local/cuda/bin) */
 };
 
 int plugin_mode_parse(const char *text, enum cohort_plugin_mode *out,
                       struct cohort_err *err);
+
+/* A job's --cohort-mps value (NULL: the option without one, i.e. yes) or
+ * COHORT_MPS: yes, no, 1, 0, or a comma list of yes, no, threads=N and
+ * mem=SIZE, applied over *m (the site's defaults). */
+int mps_args_parse(const char *text, struct mps_args *m, struct cohort_err *err);
 
 /* Parses argv (plugstack.conf's words after the plugin path). */
 int plugin_args_parse(int argc, char **argv, struct plugin_args *out,

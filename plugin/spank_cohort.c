@@ -18,7 +18,9 @@
 #include "envlist.h"
 #include "plan.h"
 #include "plan_line.h"
+#include "mps_step.h"
 #include "plugin_args.h"
+#include "spank_env.h"
 #include "route.h"
 #include "step.h"
 #include "text_file.h"
@@ -32,6 +34,8 @@ static struct plugin_args args;
 static char args_error[COHORT_ERR_LEN];
 static int opt_mode = -1; /* --cohort, -1 when not given */
 static int opt_verbose;
+static bool opt_mps_given; /* --cohort-mps[=VALUE] */
+static char *opt_mps;      /* its value, NULL without one */
 
 /* slurmstepd state, from user_init to the forked tasks */
 static enum cohort_plugin_mode mode = PLUGIN_MODE_OFF;
@@ -45,6 +49,7 @@ static struct master_route route; /* to MASTER_ADDR, found once per node */
 static bool route_found;
 static double setup_ms;                  /* user_init's work on this node */
 static char *srun_mode;                  /* COHORT_MODE as srun saw it, or NULL */
+static struct mps_step mps;              /* the step's MPS daemon on this node */
 
 /* What slurmstepd must know of srun's environment whatever srun --export
  * says: srun passes its environment to the tasks only with --export=ALL,
@@ -54,6 +59,7 @@ static char *srun_mode;                  /* COHORT_MODE as srun saw it, or NULL 
 #define SRUN_SECRET "SLURM_COHORT_SRUN_SECRET"   /* the step's secret */
 #define SRUN_MODE "SLURM_COHORT_SRUN_MODE"       /* srun's COHORT_MODE */
 #define SRUN_VERBOSE "SLURM_COHORT_SRUN_VERBOSE" /* srun's COHORT_VERBOSE */
+#define SRUN_MPS "SLURM_COHORT_SRUN_MPS"         /* srun's COHORT_MPS */
 
 static double now_ms(void)
 {
@@ -96,6 +102,22 @@ static int opt_verbose_cb(int val, const char *optarg, int remote)
     return 0;
 }
 
+static int opt_mps_cb(int val, const char *optarg, int remote)
+{
+    struct mps_args m;
+    struct cohort_err err;
+    (void)val;
+    if (mps_step_want(&args, NULL, true, optarg, &m, &err) < 0) {
+        if (!remote)
+            slurm_error("cohort: %s", err.msg);
+        return -1;
+    }
+    free(opt_mps);
+    opt_mps = optarg ? strdup(optarg) : NULL;
+    opt_mps_given = true;
+    return 0;
+}
+
 static struct spank_option options[] = {
     {"cohort", "MODE",
      "cohort: off, env (variables only), train or infer (variables, GPU, CPU and memory "
@@ -103,39 +125,11 @@ static struct spank_option options[] = {
      1, 0, opt_cohort_cb},
     {"cohort-verbose", NULL, "cohort: each task prints its plan as one line on stderr", 0, 0,
      opt_verbose_cb},
+    {"cohort-mps", "[yes|no|threads=PCT,mem=SIZE]",
+     "cohort: in infer mode, run the tasks sharing a GPU under an MPS daemon of the step", 2, 0,
+     opt_mps_cb},
     SPANK_OPTIONS_TABLE_END,
 };
-
-/* spank_getenv into a malloc'd string, or NULL when unset. */
-static char *get_env(spank_t sp, const char *name)
-{
-    for (int len = 4096; len <= (16 << 20); len *= 4) {
-        char *buf = malloc((size_t)len);
-        if (!buf)
-            return NULL;
-        spank_err_t rc = spank_getenv(sp, name, buf, len);
-        if (rc == ESPANK_SUCCESS)
-            return buf;
-        free(buf);
-        if (rc != ESPANK_NOSPACE)
-            return NULL;
-    }
-    return NULL;
-}
-
-/* The variables the planner reads and those it may set, from the job. */
-static int collect_env(spank_t sp, struct envlist *env, const char *const *names,
-                       size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        char *v = get_env(sp, names[i]);
-        int rc = v ? envlist_set(env, names[i], v) : 0;
-        free(v);
-        if (rc)
-            return -1;
-    }
-    return 0;
-}
 
 /* The GPU variables as one string, to tell whether a task sees other ones
  * than the node plan was made with. */
@@ -198,7 +192,9 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     (void)av;
     if (args_error[0] || spank_context() != S_CTX_LOCAL)
         return 0;
-    if (effective_mode(sp, &m, &err) < 0) {
+    struct mps_args want;
+    if (effective_mode(sp, &m, &err) < 0 ||
+        mps_step_want(&args, getenv("COHORT_MPS"), opt_mps_given, opt_mps, &want, &err) < 0) {
         slurm_error("cohort: %s", err.msg);
         return -1;
     }
@@ -226,10 +222,12 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
     unsetenv(SRUN_SECRET); /* never what another srun left in the environment */
     unsetenv(SRUN_MODE);
     unsetenv(SRUN_VERBOSE);
+    unsetenv(SRUN_MPS);
     if (args_error[0])
         return 0;
     forward("COHORT_MODE", SRUN_MODE);
     forward("COHORT_VERBOSE", SRUN_VERBOSE);
+    forward("COHORT_MPS", SRUN_MPS);
     if (effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF)
         return 0;
     const char *secret = getenv("COHORT_SECRET");
@@ -256,15 +254,6 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
     if (setenv(SRUN_SECRET, secret ? secret : made, 1) != 0)
         slurm_error("cohort: cannot pass the step secret to the tasks");
     return 0;
-}
-
-/* slurmstepd: NAME's value taken out of the job's environment, or NULL. */
-static char *take_env(spank_t sp, const char *name)
-{
-    char *v = get_env(sp, name);
-    if (v)
-        spank_unsetenv(sp, name);
-    return v;
 }
 
 /* slurmstepd, before the tasks fork: the step's secret from srun becomes
@@ -380,6 +369,21 @@ out:
     return rc;
 }
 
+/* The step's MPS on this node: what the job asked, the daemon if wanted. */
+static void setup_mps(spank_t sp, const char *srun_mps)
+{
+    struct mps_args want;
+    struct cohort_err err;
+    char *v = get_env(sp, "COHORT_MPS");
+    if (mps_step_want(&args, v ? v : srun_mps, opt_mps_given, opt_mps, &want, &err) < 0) {
+        mps.want.on = true; /* asked for, wrongly: each task says so */
+        snprintf(mps.error, sizeof mps.error, "%s", err.msg);
+    } else {
+        mps_step_setup(sp, &args, &want, plan, &mps);
+    }
+    free(v);
+}
+
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
     struct cohort_err err;
@@ -393,6 +397,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         stepid >= BATCH_OR_SPECIAL_STEP)
         return 0; /* the batch script and extern steps are not a parallel step */
     char *secret = take_env(sp, SRUN_SECRET), *srun_verbose = take_env(sp, SRUN_VERBOSE);
+    char *srun_mps = take_env(sp, SRUN_MPS);
     free(srun_mode);
     srun_mode = take_env(sp, SRUN_MODE);
     if (args_error[0])
@@ -417,12 +422,15 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     if (rc < 0) {
         snprintf(setup_error, sizeof setup_error, "%s", err.msg);
         slurm_verbose("cohort: job %u: %s", step.job_id, err.msg); /* the tasks say it */
+    } else {
+        setup_mps(sp, srun_mps);
     }
 out:
     if (secret)
         explicit_bzero(secret, strlen(secret));
     free(secret);
     free(srun_verbose);
+    free(srun_mps);
     return 0;
 }
 
@@ -470,19 +478,38 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     const struct cohort_task_plan *t = &plan->tasks[local];
     if (apply_env(t, set_var, sp) != 0)
         return task_problem("cannot set the task's variables", "some of them");
-    char note[1024] = "";
+    char note[1024] = "", mps_note[256];
     if (mode != PLUGIN_MODE_ENV &&
         apply_binding(topo, t, args.membind, note, sizeof note, &err) < 0 &&
         task_problem(err.msg, "that binding") < 0)
         return -1;
+    if (mps_step_task(sp, &mps, plan, (uint32_t)local, mps_note, sizeof mps_note) == 1 &&
+        task_problem(mps.error, "MPS") < 0)
+        return -1;
     if (verbose) {
         char line[2048];
         plan_line(line, sizeof line, plan, topo, (uint32_t)local);
-        fprintf(stderr, "%s; node setup %.2f ms, task %.2f ms%s%s\n", line, setup_ms,
-                now_ms() - start, note[0] ? "; " : "", note);
+        fprintf(stderr, "%s; node setup %.2f ms, task %.2f ms%s%s%s%s\n", line, setup_ms,
+                now_ms() - start, note[0] ? "; " : "", note, mps_note[0] ? "; " : "",
+                mps_note);
         for (unsigned i = 0; local == 0 && i < plan->n_notes; i++)
             fprintf(stderr, "cohort: note: %s\n", plan->notes[i]);
     }
+    return 0;
+}
+
+/* slurmstepd, as each task ends: after the node's last one, the step's MPS
+ * daemon stops (before the step is reported complete: when srun returns, it
+ * is gone). */
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+    static uint32_t exited;
+    uint32_t local = 0;
+    (void)ac;
+    (void)av;
+    if (mps.up && spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local) == ESPANK_SUCCESS &&
+        ++exited >= local)
+        mps_step_end(&mps);
     return 0;
 }
 
@@ -491,6 +518,9 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     (void)sp;
     (void)ac;
     (void)av;
+    mps_step_end(&mps);
+    free(opt_mps);
+    opt_mps = NULL;
     plan_free(plan);
     plan = NULL;
     topology_free(topo);

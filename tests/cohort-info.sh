@@ -101,4 +101,20 @@ bad "use --all" --env "$tmp/env-node" --topology "$fx/dgx-a100.xml"
 "$info" --env "$tmp/env-node" --topology "$fx/dgx-a100.xml" --all --format env | grep -c '^RANK=' | grep -qx 8
 ok $? "without a task, --all still plans the node"
 
+# --mps: infer mode with two tasks per GPU would run under the step's MPS
+# daemon; train mode, or the user's own pipe, would not (the reason said).
+sed 's/^SLURM_STEP_NUM_TASKS=16/SLURM_STEP_NUM_TASKS=32/; s/^SLURM_STEP_TASKS_PER_NODE=8(x2)/SLURM_STEP_TASKS_PER_NODE=16(x2)/; s/^SLURM_PROCID=9/SLURM_PROCID=17/' \
+    "$tmp/env" >"$tmp/env16"
+got=$("$info" --env "$tmp/env16" --topology "$fx/dgx-a100.xml" --mode infer --mps | tail -1)
+test "$got" = "MPS: yes, a daemon of the step serves this node's tasks (up to 2 on one GPU)"
+ok $? "--mps, infer, 16 tasks on 8 GPUs: $got"
+got=$("$info" --env "$tmp/env16" --topology "$fx/dgx-a100.xml" --mps | tail -1)
+test "$got" = "MPS: no, MPS is for infer mode, where tasks share GPUs (this step is in train mode)"
+ok $? "--mps, train: $got"
+{ cat "$tmp/env16"; echo COHORT_MPS=1; echo CUDA_MPS_PIPE_DIRECTORY=/home/u/mps; } >"$tmp/env-own"
+got=$("$info" --env "$tmp/env-own" --topology "$fx/dgx-a100.xml" --mode infer --format json |
+    python3 -c 'import json, sys; m = json.load(sys.stdin)["mps"]; print(m["use"], m["sharing"], m["why"])')
+test "$got" = "False 2 CUDA_MPS_PIPE_DIRECTORY is set (/home/u/mps): that MPS daemon is left to whoever started it"
+ok $? "COHORT_MPS=1 in the environment shows it (JSON), the user's own pipe kept: $got"
+
 tap_done

@@ -41,8 +41,10 @@ tests_fuzz_fuzz_hostlist_replay_SOURCES = tests/fuzz/fuzz_hostlist.c tests/fuzz/
 tests_fuzz_fuzz_hostlist_replay_CPPFLAGS = $(AM_CPPFLAGS) -DCORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus"'
 tests_fuzz_fuzz_hostlist_replay_LDADD = $(UNIT_LDADD)
 
-check_PROGRAMS += tests/unit/test_plugin_args
-TESTS += tests/unit/test_plugin_args
+check_PROGRAMS += tests/unit/test_plugin_args tests/unit/test_mps
+TESTS += tests/unit/test_plugin_args tests/unit/test_mps
+tests_unit_test_mps_LDADD = $(UNIT_LDADD)
+tests_unit_test_mps_CPPFLAGS = $(tests_unit_test_plan_CPPFLAGS)
 tests_unit_test_plugin_args_SOURCES = tests/unit/test_plugin_args.c plugin/plugin_args.c
 tests_unit_test_plugin_args_LDADD = runtime/apply/libcohort_apply.la $(UNIT_LDADD)
 
@@ -53,10 +55,12 @@ tests_unit_test_hostlist_slurm_LDADD = $(UNIT_LDADD) $(SLURM_LIBS)
 tests_unit_test_hostlist_slurm_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS)
 endif
 
-# The plugin under real Slurm daemons (skips itself where they cannot run).
+# The plugin under real Slurm daemons (skips itself where they cannot run);
+# its per-step MPS daemon with a stand-in for nvidia-cuda-mps-control.
 check_PROGRAMS += tests/cluster/probe
-TESTS += tests/slurm-cluster.sh
-EXTRA_DIST += tests/slurm-cluster.sh tests/cluster/cluster.sh tests/cluster/host-init.sh \
+TESTS += tests/slurm-cluster.sh tests/mps.sh
+EXTRA_DIST += tests/slurm-cluster.sh tests/mps.sh tests/cluster/fake-mps-control \
+	tests/cluster/cluster.sh tests/cluster/host-init.sh \
 	tests/cluster/ddp_train.py tests/cluster/seed_style.py tests/cluster/yolo_style.py
 
 # The runtime's bootstrap: frames, the secret's proofs, the frame decoder's
@@ -138,7 +142,7 @@ endif
 # The test cluster's directory (daemons' state and logs, kept after a run
 # for reading when something failed).
 clean-local:
-	rm -rf tests/cluster-run tests/python-cluster-run bench-cluster demo-cluster
+	rm -rf tests/cluster-run tests/python-cluster-run tests/mps-run bench-cluster demo-cluster
 
 # Hardening of what runs in slurmstepd or in jobs (relro/now, stack
 # protector, fortify) and libcohort's interface (no hwloc, only cohort_*

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "hostlist.h"
@@ -18,7 +19,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: cohort-info [--all] [--mode train|infer] [--format table|json|env]\n"
             "                   [--topology FILE.xml] [--env FILE] [--cpus LIST]\n"
-            "                   [--port-range A-B]\n"
+            "                   [--port-range A-B] [--mps]\n"
             "       cohort-info --hostnames EXPR\n"
             "       cohort-info --export-topology FILE.xml\n"
             "\n"
@@ -31,6 +32,8 @@ static void usage(FILE *out)
             "  --env FILE          read the Slurm variables from FILE (NAME=VALUE lines)\n"
             "  --cpus LIST         CPUs the step may use (default: all this process may)\n"
             "  --port-range A-B    range for hashed ports (default %d-%d)\n"
+            "  --mps               whether the tasks would run under a step's MPS daemon\n"
+            "                      (also shown when $COHORT_MPS asks for it)\n"
             "  --hostnames EXPR    expand a Slurm hostlist, one host per line\n"
             "  --export-topology F write this machine's topology as XML to F\n"
             "  --version, --help\n",
@@ -68,10 +71,24 @@ static int export_topology(const char *path)
     return 0;
 }
 
+/* COHORT_MPS in the task's environment asks for MPS (1, yes, or options). */
+static int wants_mps(const struct task_plan *tp)
+{
+    const char *v = envlist_get(&tp->env, "COHORT_MPS");
+    return v && *v && strcmp(v, "0") != 0 && strcmp(v, "no") != 0;
+}
+
+/* A site's MPS daemon runs on this machine (its default control pipe). */
+static int site_daemon(void)
+{
+    struct stat st;
+    return lstat("/tmp/nvidia-mps/control", &st) == 0;
+}
+
 int main(int argc, char **argv)
 {
     enum { OPT_TOPOLOGY = 256, OPT_ENV, OPT_CPUS, OPT_PORTS, OPT_HOSTNAMES, OPT_EXPORT,
-           OPT_VERSION };
+           OPT_VERSION, OPT_MPS };
     static const struct option opts[] = {
         {"all", no_argument, NULL, 'a'},
         {"mode", required_argument, NULL, 'm'},
@@ -83,13 +100,14 @@ int main(int argc, char **argv)
         {"hostnames", required_argument, NULL, OPT_HOSTNAMES},
         {"export-topology", required_argument, NULL, OPT_EXPORT},
         {"version", no_argument, NULL, OPT_VERSION},
+        {"mps", no_argument, NULL, OPT_MPS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct task_plan_request req = {0};
     enum plan_format fmt = PLAN_TABLE;
     struct cohort_err err;
-    int all = 0, c;
+    int all = 0, mps = 0, c;
     while ((c = getopt_long(argc, argv, "am:f:h", opts, NULL)) != -1) {
         switch (c) {
         case 'a': all = 1; break;
@@ -105,6 +123,7 @@ int main(int argc, char **argv)
         case OPT_HOSTNAMES: return print_hostnames(optarg);
         case OPT_EXPORT: return export_topology(optarg);
         case OPT_VERSION: puts("cohort-info " PACKAGE_VERSION); return 0;
+        case OPT_MPS: mps = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -119,12 +138,15 @@ int main(int argc, char **argv)
         task_plan_free(&tp);
         return fail(err.msg);
     }
+    struct mps_verdict verdict;
+    if (mps || wants_mps(&tp))
+        mps_decide(tp.plan, &tp.env, !req.topology && site_daemon(), &verdict);
     int rc = 0;
     if (!all && tp.step.local_rank == COHORT_UNKNOWN)
         rc = fail("SLURM_PROCID and SLURM_LOCALID are not set: run under srun, or use "
                   "--all for every task of this node");
     else if (plan_print(stdout, fmt, tp.plan, tp.topo, all ? 0 : tp.step.local_rank,
-                        all ? tp.plan->n_tasks : 1) < 0)
+                        all ? tp.plan->n_tasks : 1, mps || wants_mps(&tp) ? &verdict : NULL) < 0)
         rc = fail("cannot print the plan");
     task_plan_free(&tp);
     return rc;

@@ -52,7 +52,8 @@ static json_t *task_json(const struct cohort_task_plan *t, const struct cohort_n
 }
 
 static int print_json(FILE *out, const struct cohort_node_plan *p,
-                      const struct cohort_topology *topo, uint32_t first, uint32_t count)
+                      const struct cohort_topology *topo, uint32_t first, uint32_t count,
+                      const struct mps_verdict *mps)
 {
     json_t *tasks = json_array(), *notes = json_array();
     for (uint32_t i = first; i < first + count; i++)
@@ -61,6 +62,10 @@ static int print_json(FILE *out, const struct cohort_node_plan *p,
         json_array_append_new(notes, json_string(p->notes[i]));
     json_t *root = json_pack("{s:s, s:o, s:o}", "mode", plan_mode_name(p), "tasks", tasks,
                              "notes", notes);
+    if (root && mps)
+        json_object_set_new(root, "mps", json_pack("{s:b, s:i, s:s?}", "use", mps->use,
+                                                   "sharing", (int)mps->sharing, "why",
+                                                   mps->use ? NULL : mps->why));
     int rc = root ? json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     fputc('\n', out);
     json_decref(root);
@@ -80,7 +85,8 @@ static void print_env(FILE *out, const struct cohort_node_plan *p, uint32_t firs
 }
 
 static void print_table(FILE *out, const struct cohort_node_plan *p,
-                        const struct cohort_topology *topo, uint32_t first, uint32_t count)
+                        const struct cohort_topology *topo, uint32_t first, uint32_t count,
+                        const struct mps_verdict *mps)
 {
     const struct cohort_task_plan *t0 = &p->tasks[first];
     fprintf(out, "node %u of %u, mode %s, %u tasks of %u here, master %s:%u\n",
@@ -106,19 +112,25 @@ static void print_table(FILE *out, const struct cohort_node_plan *p,
     }
     for (unsigned i = 0; i < p->n_notes; i++)
         fprintf(out, "note: %s\n", p->notes[i]);
+    if (mps && mps->use)
+        fprintf(out, "MPS: yes, a daemon of the step serves this node's tasks (up to %u on "
+                "one GPU)\n", mps->sharing);
+    else if (mps)
+        fprintf(out, "MPS: no, %s\n", mps->why);
 }
 
 int plan_print(FILE *out, enum plan_format fmt, const struct cohort_node_plan *p,
-               const struct cohort_topology *topo, uint32_t first, uint32_t count)
+               const struct cohort_topology *topo, uint32_t first, uint32_t count,
+               const struct mps_verdict *mps)
 {
     switch (fmt) {
     case PLAN_JSON:
-        return print_json(out, p, topo, first, count);
+        return print_json(out, p, topo, first, count, mps);
     case PLAN_ENV:
         print_env(out, p, first, count);
         return 0;
     case PLAN_TABLE:
-        print_table(out, p, topo, first, count);
+        print_table(out, p, topo, first, count, mps);
         return 0;
     }
     return -1;

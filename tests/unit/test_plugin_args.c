@@ -41,5 +41,38 @@ int main(void)
        "empty topology named: %s", err.msg);
     ok(parse("verbose", NULL, &a, &err) < 0 && strstr(err.msg, "not key=value"),
        "bare word named: %s", err.msg);
+    ok(parse(NULL, NULL, &a, &err) == 0 && !a.mps.on && !a.mps.threads && !a.mps.mem[0] &&
+           !a.mps_control[0],
+       "no arguments: MPS off, no limits, the usual nvidia-cuda-mps-control");
+    ok(parse("mps=yes", "mps_threads=50", &a, &err) == 0 && a.mps.on && a.mps.threads == 50,
+       "mps=yes, mps_threads=50");
+    ok(parse("mps_mem=8G", "mps_control=/opt/cuda/bin/nvidia-cuda-mps-control", &a, &err) == 0 &&
+           !strcmp(a.mps.mem, "8G") && !strcmp(a.mps_control, "/opt/cuda/bin/nvidia-cuda-mps-control"),
+       "mps_mem=8G, mps_control=PATH");
+    ok(parse("mps=maybe", NULL, &a, &err) < 0 && strstr(err.msg, "mps='maybe' is not yes or no"),
+       "bad mps named: %s", err.msg);
+    ok(parse("mps_threads=0", NULL, &a, &err) < 0 && strstr(err.msg, "1 to 100") &&
+           parse("mps_threads=101", NULL, &a, &err) < 0 && parse("mps_threads=5x", NULL, &a, &err) < 0,
+       "mps_threads outside 1-100 refused: %s", err.msg);
+    ok(parse("mps_mem=8T", NULL, &a, &err) < 0 && strstr(err.msg, "such as 8G") &&
+           parse("mps_mem=G", NULL, &a, &err) < 0 && parse("mps_mem=", NULL, &a, &err) < 0,
+       "mps_mem not a size refused: %s", err.msg);
+    ok(parse("mps_control=nvidia-cuda-mps-control", NULL, &a, &err) < 0 &&
+           strstr(err.msg, "absolute path"),
+       "a relative mps_control refused: %s", err.msg);
+    struct mps_args m = {0};
+    ok(mps_args_parse(NULL, &m, &err) == 0 && m.on, "--cohort-mps alone: yes");
+    ok(mps_args_parse("no", &m, &err) == 0 && !m.on && mps_args_parse("1", &m, &err) == 0 &&
+           m.on && mps_args_parse("0", &m, &err) == 0 && !m.on,
+       "yes, no, 1, 0");
+    ok(mps_args_parse("threads=25,mem=512M", &m, &err) == 0 && m.on && m.threads == 25 &&
+           !strcmp(m.mem, "512M"),
+       "threads=25,mem=512M: on, with both limits");
+    struct mps_args keep = m;
+    ok(mps_args_parse("threads=0", &m, &err) < 0 && strstr(err.msg, "threads '0'") &&
+           m.threads == 25 && mps_args_parse("fast", &m, &err) < 0 &&
+           strstr(err.msg, "'fast' is not yes, no, threads=PERCENT or mem=SIZE") &&
+           !memcmp(&m, &keep, sizeof m),
+       "a bad value named, the settings before kept: %s", err.msg);
     return tap_done();
 }
