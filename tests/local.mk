@@ -60,6 +60,7 @@ endif
 check_PROGRAMS += tests/cluster/probe
 TESTS += tests/slurm-cluster.sh tests/mps.sh
 EXTRA_DIST += tests/slurm-cluster.sh tests/mps.sh tests/cluster/fake-mps-control \
+	tests/cluster/test-cluster.sh \
 	tests/cluster/cluster.sh tests/cluster/host-init.sh \
 	tests/cluster/ddp_train.py tests/cluster/seed_style.py tests/cluster/yolo_style.py
 

@@ -13,28 +13,16 @@
 # TAP. Skipped where the cluster cannot run and under the
 # sanitizers (the plugin runs in slurmstepd).
 . "$COHORT_SRCDIR/tests/tap.sh"
-cluster="$COHORT_SRCDIR/tests/cluster/cluster.sh"
-plugin="$COHORT_BUILDDIR/plugin/.libs/spank_cohort.so"
-
-[ -n "${COHORT_SANITIZED:-}" ] && skip_all "the plugin runs in slurmstepd, which is not built with the sanitizers"
-[ -e "$plugin" ] || skip_all "spank_cohort.so was not built (no spank.h)"
-why=$("$cluster" check) || skip_all "no test cluster here: $why"
-
-dir="$COHORT_BUILDDIR/tests/mps-run"
-"$cluster" down "$dir" >/dev/null 2>&1
-rm -rf "$dir"
-mkdir -p "$dir/etc" "$dir/work"
-work="$dir/work"
+. "$COHORT_SRCDIR/tests/cluster/test-cluster.sh"
+cluster_skip
+cluster_fresh mps-run
 fake="$work/fake-mps-control"
 cp "$COHORT_SRCDIR/tests/cluster/fake-mps-control" "$fake"
 ln -s fake-mps-control "$work/fake-mps-die"
 ln -s fake-mps-control "$work/fake-mps-deaf"
 plugstack() { echo "required $plugin default=env mps_control=$fake $*" >"$dir/etc/plugstack.conf"; }
 plugstack
-"$cluster" up "$dir" 2 "$COHORT_SRCDIR" "$COHORT_BUILDDIR" >"$tmp/up.log" 2>&1 ||
-    bail "the test cluster did not start: $(tail -5 "$tmp/up.log")"
-trap '"$cluster" down "$dir"; rm -rf "$tmp"' EXIT
-cd "$work" || bail "no $work"
+cluster_up 2
 
 on() { local h=$1; shift; "$cluster" exec "$dir" "$h" "$@"; }
 run() { # run OUT CMD...: on the head node, bounded; stdout OUT, stderr OUT.err

@@ -9,26 +9,15 @@
 # Skipped with the reason where the cluster cannot run, under the
 # sanitizers, or without torch and torchvision in $COHORT_PYTHON.
 . "$COHORT_SRCDIR/tests/tap.sh"
-cluster="$COHORT_SRCDIR/tests/cluster/cluster.sh"
-plugin="$COHORT_BUILDDIR/plugin/.libs/spank_cohort.so"
+. "$COHORT_SRCDIR/tests/cluster/test-cluster.sh"
 py=${COHORT_PYTHON:-/usr/bin/python3}
 examples="$COHORT_SRCDIR/examples"
 
-[ -n "${COHORT_SANITIZED:-}" ] && skip_all "the plugin runs in slurmstepd, which is not built with the sanitizers"
-[ -e "$plugin" ] || skip_all "spank_cohort.so was not built (no spank.h)"
-why=$("$cluster" check) || skip_all "no test cluster here: $why"
+cluster_skip
 "$py" -c 'import torch, torchvision' 2>/dev/null || skip_all "$py lacks torch or torchvision"
-
-dir="$COHORT_BUILDDIR/tests/python-cluster-run"
-"$cluster" down "$dir" >/dev/null 2>&1
-rm -rf "$dir"
-mkdir -p "$dir/etc"
+cluster_fresh python-cluster-run
 echo "required $plugin default=env" >"$dir/etc/plugstack.conf"
-"$cluster" up "$dir" 2 "$COHORT_SRCDIR" "$COHORT_BUILDDIR" >"$tmp/up.log" 2>&1 ||
-    bail "the test cluster did not start: $(tail -5 "$tmp/up.log")"
-trap '"$cluster" down "$dir"; rm -rf "$tmp"' EXIT
-work="$dir/work"
-cd "$work" || bail "no $work"
+cluster_up 2
 
 # run OUT ARGS...: srun -N2 --ntasks-per-node=4 --cohort=infer of the
 # python with the package from the trees, on the head node, bounded; stdout

@@ -7,28 +7,17 @@
 # root, no namespaces, Slurm not installed) or under the sanitizers (the
 # plugin runs inside slurmstepd, which is not built with them).
 . "$COHORT_SRCDIR/tests/tap.sh"
-cluster="$COHORT_SRCDIR/tests/cluster/cluster.sh"
-plugin="$COHORT_BUILDDIR/plugin/.libs/spank_cohort.so"
+. "$COHORT_SRCDIR/tests/cluster/test-cluster.sh"
 probe="$COHORT_BUILDDIR/tests/cluster/probe"
 info="$COHORT_BUILDDIR/runtime/tools/cohort-info"
 fx="$COHORT_SRCDIR/tests/fixtures"
 scripts="$COHORT_SRCDIR/tests/cluster"
 
-[ -n "${COHORT_SANITIZED:-}" ] && skip_all "the plugin runs in slurmstepd, which is not built with the sanitizers"
-[ -e "$plugin" ] || skip_all "spank_cohort.so was not built (no spank.h)"
-why=$("$cluster" check) || skip_all "no test cluster here: $why"
-
-dir="$COHORT_BUILDDIR/tests/cluster-run"
-"$cluster" down "$dir" >/dev/null 2>&1
-rm -rf "$dir"
-mkdir -p "$dir/etc"
+cluster_skip
+cluster_fresh cluster-run
 plugstack() { echo "required $plugin $*" >"$dir/etc/plugstack.conf"; }
 plugstack default=env membind=bind
-"$cluster" up "$dir" 3 "$COHORT_SRCDIR" "$COHORT_BUILDDIR" >"$tmp/up.log" 2>&1 ||
-    bail "the test cluster did not start: $(tail -5 "$tmp/up.log")"
-trap '"$cluster" down "$dir"; rm -rf "$tmp"' EXIT
-work="$dir/work"
-cd "$work" || bail "no $work"
+cluster_up 3
 
 on_head() { "$cluster" exec "$dir" head "$@"; }
 # run OUT CMD...: CMD on the head node, bounded; stdout to OUT, stderr to OUT.err.
