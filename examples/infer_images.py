@@ -8,7 +8,8 @@ same image for the same id. One task (the last by default) is made 4x
 slower on purpose: after each batch it sleeps three times what the batch
 took. Rank 0 prints each task's share (items it committed, percent, busy
 seconds), the makespan, and the makespan a static split (N/size items per
-task, as DistributedSampler does) would have had at the speeds measured.
+task, as DistributedSampler does) would have had at the tasks' speeds (each
+task times one full batch before the run; the slow one counts 4x).
 
     srun -N2 --ntasks-per-node=4 --cohort=infer python3 infer_images.py \
         [--images 2000] [--size 224] [--batch 64] [--slow-rank R] [--out DIR]
@@ -61,14 +62,19 @@ def main() -> None:
     torch.manual_seed(0)  # the same model everywhere
     model = torchvision.models.resnet18(weights=None).eval()
     classify(model, [0, 1], args.size)  # warm-up, outside the timings
+    t = time.monotonic()  # this task's speed at full batches, for the static split's figure
+    classify(model, list(range(args.batch)), args.size)
+    per_item = (time.monotonic() - t) / args.batch
 
     with cohort.init() as c:
         slow = c.size - 1 if args.slow_rank is None else args.slow_rank
+        if c.rank == slow:
+            per_item *= 4
         out: Optional[TextIO] = None
         if args.out:
             os.makedirs(args.out, exist_ok=True)
             out = open(os.path.join(args.out, "classes.%d" % c.rank), "a")
-        busy, processed = 0.0, 0
+        busy = 0.0
         with c.work("infer_images", args.images, cap=args.batch) as work:
             c.barrier()  # a common start for the makespan
             start = time.monotonic()
@@ -78,7 +84,6 @@ def main() -> None:
                 if c.rank == slow:
                     time.sleep(3 * (time.monotonic() - t))
                 busy += time.monotonic() - t
-                processed += len(batch)
                 stale = set(work.commit())  # publish only what this task committed
                 if out:
                     out.writelines("%d %d\n" % (i, k) for i, k in zip(batch, classes)
@@ -88,21 +93,22 @@ def main() -> None:
             committed = work.committed
         if out:
             out.close()
-        every = c.allgather((committed, busy, processed, finished))
+        every = c.allgather((committed, busy, per_item, finished))
         if c.rank == 0:
             report(every, args.images, slow)
 
 
 def report(every: List[tuple], n: int, slow: int) -> None:
-    """Each task's share, the makespan, and a static split's at these speeds."""
+    """Each task's share, the makespan, and a static split's: N/size items
+    each (as DistributedSampler does) at each task's speed on a full batch,
+    timed before the run."""
     size = len(every)
     static = 0.0
-    for r, (committed, busy, processed, _) in enumerate(every):
+    for r, (committed, busy, per_item, _) in enumerate(every):
         print("rank %d: %d items (%.1f %%), busy %.2f s%s" % (
             r, committed, 100.0 * committed / n, busy, ", 4x slower" if r == slow else ""))
-        share = n // size + (r < n % size)  # DistributedSampler-like: N/size each
-        if processed:
-            static = max(static, share * busy / processed)
+        share = n // size + (r < n % size)
+        static = max(static, share * per_item)
     makespan = max(f for _, _, _, f in every)
     print("makespan %.2f s; a static split (%d items per task) would take %.2f s "
           "at the speeds measured" % (makespan, -(-n // size), static), flush=True)
