@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "error.h"
+#include "mps_proc.h"
 #include "plugin_args.h"
 
 #define MPS_START_MS 10000 /* the daemon's control pipe must appear within this */
@@ -22,19 +23,14 @@ struct mps_daemon {
     char pipe[80], log[80];     /* dir/pipe, dir/log */
     pid_t pid;                  /* the control daemon (a child); 0: none */
     unsigned long long started; /* its start time (/proc), against pid reuse */
-    uid_t uid;
-    gid_t gid;
+    struct mps_user user;       /* the job's user: ids and groups */
     char program[4096];         /* nvidia-cuda-mps-control */
 };
 
-/* An MPS daemon not of a step runs here: the default pipe directory's
- * control socket exists. */
-bool mps_site_daemon(void);
-
 /* Starts the daemon for a step of user uid:gid, running (in slurmstepd's
- * user_init) with that user's effective ids. program: the admin's
- * mps_control, or "" for the usual places. 0, or -1 with one sentence in
- * err (nothing is left then). */
+ * user_init) with that user's effective ids and groups. program: the
+ * admin's mps_control, or "" for the usual places. 0, or -1 with one
+ * sentence in err (nothing is left then). */
 int mps_start(struct mps_daemon *d, const char *program, uid_t uid, gid_t gid,
               struct cohort_err *err);
 

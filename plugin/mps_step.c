@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "mps_site.h"
 #include "spank_env.h"
 
 int mps_step_want(const struct plugin_args *args, const char *env, bool opt_given,
@@ -13,7 +15,7 @@ int mps_step_want(const struct plugin_args *args, const char *env, bool opt_give
 {
     struct cohort_err e;
     *out = args->mps;
-    if (env && mps_args_parse(env, out, &e) < 0)
+    if (env && *env && mps_args_parse(env, out, &e) < 0)
         return cohort_fail(err, "COHORT_MPS='%s': %s", env, e.msg);
     if (opt_given && mps_args_parse(opt, out, &e) < 0)
         return cohort_fail(err, "--cohort-mps=%s: %s", opt ? opt : "", e.msg);
@@ -69,6 +71,14 @@ int mps_step_task(spank_t sp, struct mps_step *m, const struct cohort_node_plan 
                     m->verdict.why);
         snprintf(note, len, "MPS not started");
         return 0;
+    }
+    char control[128];
+    struct stat st;
+    snprintf(control, sizeof control, "%s/control", m->daemon.pipe);
+    if (lstat(control, &st) < 0) { /* the task's /tmp is another (job_container/tmpfs) */
+        snprintf(m->error, sizeof m->error, "MPS: the step's daemon pipe %s is not to be "
+                 "seen from the task (a /tmp of the job's own?)", m->daemon.pipe);
+        return 1;
     }
     if (mps_task_env(&m->daemon, &m->want, set_new, sp) != 0) {
         snprintf(m->error, sizeof m->error, "MPS: cannot set the task's MPS variables");

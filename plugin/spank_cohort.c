@@ -194,7 +194,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
         return 0;
     struct mps_args want;
     if (effective_mode(sp, &m, &err) < 0 ||
-        mps_step_want(&args, getenv("COHORT_MPS"), opt_mps_given, opt_mps, &want, &err) < 0) {
+        (m != PLUGIN_MODE_OFF &&
+         mps_step_want(&args, getenv("COHORT_MPS"), opt_mps_given, opt_mps, &want, &err) < 0)) {
         slurm_error("cohort: %s", err.msg);
         return -1;
     }

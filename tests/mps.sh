@@ -20,6 +20,7 @@ fake="$work/fake-mps-control"
 cp "$COHORT_SRCDIR/tests/cluster/fake-mps-control" "$fake"
 ln -s fake-mps-control "$work/fake-mps-die"
 ln -s fake-mps-control "$work/fake-mps-deaf"
+ln -s "$(command -v sleep)" "$work/fake-mps-server"
 plugstack() { echo "required $plugin default=env mps_control=$fake $*" >"$dir/etc/plugstack.conf"; }
 plugstack
 cluster_up 2
@@ -48,13 +49,19 @@ echo "rank=$SLURM_PROCID host=$SLURMD_NODENAME pipe=$p log=$l owner=$owner daemo
 END
 chmod +x "$work/task.sh"
 field() { awk -v r="$2" -v n="$3" '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = substr($i, length(kv[1]) + 2) } if (f["rank"] == r) print f[n] }' "$1"; }
-# left: what the step left on both nodes: directories, fake daemons.
+# left: what the step left on both nodes: directories, fake daemons and
+# servers still alive (a killed server whose daemon is gone waits, a zombie,
+# for a reaper up the tree: it is dead).
 left() {
     for h in n1 n2; do
-        on "$h" sh -c 'ls -d /tmp/cohort-mps-* 2>/dev/null; pgrep -f "[f]ake-mps" 2>/dev/null' | sed "s/^/$h:/"
+        on "$h" sh -c 'ls -d /tmp/cohort-mps-* 2>/dev/null
+            ps -eo pid=,stat=,args= | awk '"'"'$2 !~ /^Z/ && /[f]ake-mps/ {print $1}'"'"'' |
+            sed "s/^/$h:/"
     done | tr '\n' ' '
 }
 
+# (srun -Q where a test wants nothing on stderr: "job queued" lines are
+# srun's while the step before still ends)
 # --- a daemon per node, as the user, private, gone at the end -------------
 run "$tmp/on" srun -N2 --ntasks-per-node=4 --gres=gpu:2 --cohort=infer --cohort-mps \
     --cohort-verbose "$work/task.sh"
@@ -94,7 +101,7 @@ COHORT_MPS=1 run "$tmp/env" srun -N1 -n2 --gres=gpu:1 --cohort=infer "$work/task
 ok $? "COHORT_MPS=1 asks for it ($(field "$tmp/env" 0 pipe))"
 plugstack mps=yes
 run "$tmp/site" srun -N1 -n2 --gres=gpu:1 --cohort=infer "$work/task.sh"
-run "$tmp/no" srun -N1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps=no "$work/task.sh"
+run "$tmp/no" srun -Q -N1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps=no "$work/task.sh"
 [ "$(grep -c 'pipe=/tmp/cohort-mps-' "$tmp/site")" = 2 ] && [ "$(grep -c 'pipe=- ' "$tmp/no")" = 2 ] &&
     [ ! -s "$tmp/no.err" ]
 ok $? "plugstack mps=yes is the default; --cohort-mps=no turns it off without a word ($(field "$tmp/site" 0 pipe); $(field "$tmp/no" 0 pipe))"
@@ -105,13 +112,24 @@ run "$tmp/train" srun -N2 --ntasks-per-node=2 --gres=gpu:1 --cohort=train --coho
 [ "$(grep -c 'pipe=- ' "$tmp/train")" = 4 ] &&
     [ "$(grep -c '^cohort: note: MPS is not started .*infer mode.*train mode' "$tmp/train.err")" = 2 ]
 ok $? "train mode: no daemon, one note per node ($(head -1 "$tmp/train.err"))"
-run "$tmp/alone" srun -N1 -n2 --gres=gpu:2 --cohort=infer --cohort-mps "$work/task.sh"
+run "$tmp/alone" srun -Q -N1 -n2 --gres=gpu:2 --cohort=infer --cohort-mps "$work/task.sh"
 [ "$(grep -c 'pipe=- ' "$tmp/alone")" = 2 ] && grep -q 'no GPU of this node is shared' "$tmp/alone.err" &&
     [ "$(wc -l <"$tmp/alone.err")" = 1 ]
 ok $? "a GPU per task: no daemon, one note ($(cat "$tmp/alone.err"))"
 CUDA_MPS_PIPE_DIRECTORY=/tmp/users-own run "$tmp/own" srun -N1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps "$work/task.sh"
 [ "$(grep -c 'pipe=/tmp/users-own ' "$tmp/own")" = 2 ] && grep -q 'CUDA_MPS_PIPE_DIRECTORY is set (/tmp/users-own)' "$tmp/own.err"
 ok $? "the user's own CUDA_MPS_PIPE_DIRECTORY: kept, no daemon, a note ($(head -1 "$tmp/own.err" | cut -c1-160))"
+
+# A site daemon's pipe serves the step only where root made it.
+on n1 sh -c 'mkdir -p /tmp/nvidia-mps && touch /tmp/nvidia-mps/control && chown -R nobody /tmp/nvidia-mps'
+run "$tmp/squat" srun -N1 -w n1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps "$work/task.sh"
+on n1 chown -R root /tmp/nvidia-mps
+on n1 chmod 755 /tmp/nvidia-mps
+run "$tmp/site-daemon" srun -N1 -w n1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps "$work/task.sh"
+on n1 rm -rf /tmp/nvidia-mps
+[ "$(grep -c 'pipe=/tmp/cohort-mps-' "$tmp/squat")" = 2 ] && [ "$(grep -c 'pipe=- ' "$tmp/site-daemon")" = 2 ] &&
+    grep -q 'an MPS daemon of the site runs on this node' "$tmp/site-daemon.err"
+ok $? "/tmp/nvidia-mps/control of another user is no site daemon (the step gets its own); root's is, and is left alone ($(head -1 "$tmp/site-daemon.err" | cut -c1-120))"
 
 # --- the limits -------------------------------------------------------------
 run "$tmp/limits" srun -N1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps=threads=50,mem=4G "$work/task.sh"
@@ -123,17 +141,23 @@ ok $? "a bad --cohort-mps value fails srun in one line ($(head -1 "$tmp/badopt.e
 COHORT_MPS=often run "$tmp/badenv" srun -N1 -n1 --cohort=infer true
 [ $? -ne 0 ] && grep -q "cohort: COHORT_MPS='often': 'often' is not yes, no" "$tmp/badenv.err"
 ok $? "a bad COHORT_MPS fails srun in one line ($(head -1 "$tmp/badenv.err"))"
+COHORT_MPS=often run "$tmp/badoff" srun -Q -N1 -n1 --cohort=off true
+rc=$?
+COHORT_MPS= run "$tmp/empty" srun -N1 -n2 --gres=gpu:1 --cohort=infer "$work/task.sh"
+[ $rc = 0 ] && [ ! -s "$tmp/badoff.err" ] && [ "$(grep -c 'pipe=- ' "$tmp/empty")" = 2 ]
+ok $? "a job that did not opt in is never failed by COHORT_MPS (--cohort=off: status $rc); an empty COHORT_MPS asks for nothing"
 
 # --- a daemon that is missing, dies, or will not quit -------------------------
 plugstack mps_control=/nonexistent/nvidia-cuda-mps-control
 run "$tmp/missing" srun -N1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps "$work/task.sh"
 rc=$?
 [ $rc = 0 ] && [ "$(grep -c 'pipe=- ' "$tmp/missing")" = 2 ] &&
-    [ "$(grep -c '^cohort: warning: MPS: /nonexistent/nvidia-cuda-mps-control is not there to run.*; this task runs without MPS$' "$tmp/missing.err")" = 2 ]
+    [ "$(grep -c '^cohort: warning: MPS: /nonexistent/nvidia-cuda-mps-control is not there for the job.s user to run.*; this task runs without MPS$' "$tmp/missing.err")" = 2 ]
 ok $? "no nvidia-cuda-mps-control: one warning per task, the tasks run without MPS ($(head -1 "$tmp/missing.err"))"
 plugstack mps_control=/nonexistent/nvidia-cuda-mps-control strict=yes
 run "$tmp/strict" srun -N1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps "$work/task.sh"
-[ $? -ne 0 ] && [ ! -s "$tmp/strict" ]
+[ $? -ne 0 ] && [ ! -s "$tmp/strict" ] &&
+    [ "$(grep -c 'error: cohort: MPS: /nonexistent/nvidia-cuda-mps-control is not there for' "$tmp/strict.err")" = 2 ]
 ok $? "the same with strict=yes: the tasks fail ($(grep -m1 cohort "$tmp/strict.err" | cut -c1-160))"
 plugstack mps_control="$work/fake-mps-die"
 run "$tmp/die" srun -N1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps "$work/task.sh"

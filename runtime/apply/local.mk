@@ -6,7 +6,8 @@
 noinst_LTLIBRARIES += runtime/apply/libcohort_apply_base.la
 runtime_apply_libcohort_apply_base_la_SOURCES = \
 	runtime/apply/text_file.c runtime/apply/text_file.h \
-	runtime/apply/route.c runtime/apply/route.h
+	runtime/apply/route.c runtime/apply/route.h \
+	runtime/apply/mps_site.c runtime/apply/mps_site.h
 
 noinst_LTLIBRARIES += runtime/apply/libcohort_apply.la
 runtime_apply_libcohort_apply_la_SOURCES = runtime/apply/apply.c runtime/apply/apply.h \

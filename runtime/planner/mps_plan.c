@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const mps_env_vars[] = {"CUDA_MPS_PIPE_DIRECTORY", "SLURM_JOB_GRES",
-                                    "SLURM_STEP_GRES", "SLURM_SHARDS_ON_NODE"};
+const char *const mps_env_vars[] = {
+    "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "SLURM_JOB_GRES",
+    "SLURM_STEP_GRES", "SLURM_SHARDS_ON_NODE"};
 const unsigned mps_n_env_vars = sizeof mps_env_vars / sizeof *mps_env_vars;
 
 /* A task's own GPU as one number (Slurm's index, else CUDA's), -1: none. */
@@ -58,7 +59,8 @@ void mps_decide(const struct cohort_node_plan *p, const struct envlist *env, boo
     else if (pipe)
         snprintf(v->why, sizeof v->why, "CUDA_MPS_PIPE_DIRECTORY is set (%.120s): that MPS "
                  "daemon is left to whoever started it", pipe);
-    else if (sharing_gres(envlist_get(env, "SLURM_STEP_GRES")) ||
+    else if (envlist_get(env, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") || /* gres/mps sets it */
+             sharing_gres(envlist_get(env, "SLURM_STEP_GRES")) ||
              sharing_gres(envlist_get(env, "SLURM_JOB_GRES")) ||
              envlist_get(env, "SLURM_SHARDS_ON_NODE"))
         snprintf(v->why, sizeof v->why, "the job uses Slurm's gres/mps or gres/shard, which "

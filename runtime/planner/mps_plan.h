@@ -5,7 +5,8 @@
  * A daemon is wanted only in infer mode, where the planner puts several
  * tasks on one GPU; it is left to others (with the reason) when the step
  * names an MPS pipe of its own (CUDA_MPS_PIPE_DIRECTORY: the user's or a
- * site's daemon), uses Slurm's gres/mps or gres/shard, or the caller saw a
+ * site's daemon), uses Slurm's gres/mps (which sets
+ * CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) or gres/shard, or the caller saw a
  * site daemon on the node; and it is pointless when no GPU of the node is
  * shared by two tasks. */
 #ifndef COHORT_MPS_PLAN_H

@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "config.h"
 #include "hostlist.h"
 #include "lean_load.h"
+#include "mps_site.h"
 #include "plan_format.h"
 #include "task_plan.h"
 
@@ -78,13 +78,6 @@ static int wants_mps(const struct task_plan *tp)
     return v && *v && strcmp(v, "0") != 0 && strcmp(v, "no") != 0;
 }
 
-/* A site's MPS daemon runs on this machine (its default control pipe). */
-static int site_daemon(void)
-{
-    struct stat st;
-    return lstat("/tmp/nvidia-mps/control", &st) == 0;
-}
-
 int main(int argc, char **argv)
 {
     enum { OPT_TOPOLOGY = 256, OPT_ENV, OPT_CPUS, OPT_PORTS, OPT_HOSTNAMES, OPT_EXPORT,
@@ -140,7 +133,7 @@ int main(int argc, char **argv)
     }
     struct mps_verdict verdict;
     if (mps || wants_mps(&tp))
-        mps_decide(tp.plan, &tp.env, !req.topology && site_daemon(), &verdict);
+        mps_decide(tp.plan, &tp.env, !req.topology && mps_site_daemon(), &verdict);
     int rc = 0;
     if (!all && tp.step.local_rank == COHORT_UNKNOWN)
         rc = fail("SLURM_PROCID and SLURM_LOCALID are not set: run under srun, or use "

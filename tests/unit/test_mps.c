@@ -1,6 +1,7 @@
 /* test_mps.c - the verdict on a step's MPS daemon for a node (mps_plan.h)
  * over the DGX A100-like fixture: infer mode with two tasks per GPU wants
- * one; train mode, a GPU per task, the user's own pipe, Slurm's gres/mps or
+ * one; train mode, a GPU per task, the user's own pipe, Slurm's gres/mps
+ * (its variables, or CUDA_MPS_ACTIVE_THREAD_PERCENTAGE that it sets) or
  * gres/shard and a site daemon each leave it alone with their reason. */
 #include <string.h>
 
@@ -64,6 +65,9 @@ int main(void)
        "the user's own pipe: left alone: %s", v.why);
     verdict(topo, 16, COHORT_MODE_INFER, "SLURM_JOB_GRES=gpu:8,mps:400", false, &v, &s0);
     ok(!v.use && strstr(v.why, "gres/mps or gres/shard"), "gres/mps: left alone: %s", v.why);
+    verdict(topo, 16, COHORT_MODE_INFER, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50", false, &v, &s0);
+    ok(!v.use && strstr(v.why, "gres/mps or gres/shard"),
+       "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in the job (gres/mps sets it): left alone");
     verdict(topo, 16, COHORT_MODE_INFER, "SLURM_STEP_GRES=gres/shard:16", false, &v, &s0);
     ok(!v.use && strstr(v.why, "gres/mps or gres/shard"), "gres/shard: left alone");
     verdict(topo, 16, COHORT_MODE_INFER, "SLURM_SHARDS_ON_NODE=16", false, &v, &s0);

@@ -1,0 +1,41 @@
+/* mps_proc.h - the processes around a step's MPS daemon, from slurmstepd:
+ * a child turned into the job's user for good (ids, groups, signals, OOM
+ * score, descriptors: nothing of slurmstepd's), waits with deadlines, and
+ * the kill of what a daemon leaves, by pidfd so that a reused pid is never
+ * hit. */
+#ifndef COHORT_MPS_PROC_H
+#define COHORT_MPS_PROC_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define MPS_GROUPS_MAX 64
+
+/* The job's user as slurmstepd set it up for the step. */
+struct mps_user {
+    uid_t uid;
+    gid_t gid;
+    int ngroups;                    /* -1: unknown (keep the process's) */
+    gid_t groups[MPS_GROUPS_MAX];
+};
+
+/* In a child about to exec: the signal handlers and mask of a new process,
+ * an OOM score of 0 (slurmstepd's own protects it), the user's groups (when
+ * the child still has root's), gid and uid for good, stdin from in_fd (-1:
+ * /dev/null), stdout and stderr to /dev/null, no other descriptor. Exits
+ * the child (status 126) when the ids cannot be set. */
+void mps_child_become(const struct mps_user *u, int in_fd);
+
+/* A process's parent and start time from /proc/PID/stat; -1: gone. */
+int mps_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start);
+
+/* Waits up to ms for a child to end; true when it has (or is not ours to
+ * wait for any more: slurmstepd may reap any child). */
+bool mps_wait(pid_t pid, long ms, int *status);
+
+/* SIGKILL to pid if it is still the process that started at started, and
+ * to every process whose real uid is uid with var (NAME=VALUE) in its
+ * environment; scanned again until none is found (a few rounds at most). */
+void mps_kill_left(pid_t pid, unsigned long long started, uid_t uid, const char *var);
+
+#endif
