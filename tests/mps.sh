@@ -172,17 +172,22 @@ ok $? "a daemon that ignores quit: killed at the step's end, nothing left ($(lef
 plugstack
 
 # --- scancel ----------------------------------------------------------------
-# The step's rank 0 says it is up through a FIFO; srun returns once the
-# cancelled step has ended.
+# The step's rank 0 says it is up through a FIFO; then scancel, srun's end,
+# and the end of the step's slurmstepd (which may report the step ended
+# before its last hook has run).
 mkfifo "$work/meet"
-SLURM_TIMELIMIT=2 on head timeout 120 srun -J mps-cancel -N1 -n2 --gres=gpu:1 --cohort=infer \
-    --cohort-mps sh -c "$work/task.sh; [ \$SLURM_PROCID = 0 ] && echo up >$work/meet; exec sleep 300" \
+SLURM_TIMELIMIT=2 on head timeout 120 srun -J mps-cancel -N1 -w n1 -n2 --gres=gpu:1 \
+    --cohort=infer --cohort-mps \
+    sh -c "$work/task.sh; [ \$SLURM_PROCID = 0 ] && echo up >$work/meet; exec sleep 300" \
     >"$tmp/cancel" 2>"$tmp/cancel.err" &
 step=$!
 timeout 60 cat "$work/meet" >/dev/null
+job=$(on head squeue -h -n mps-cancel -o %i)
+stepd=$(pgrep -f "slurmstepd: \[$job\.0\]")
 on head scancel -n mps-cancel
 wait $step
-grep -q '^rank=0 .*pipe=/tmp/cohort-mps-' "$tmp/cancel" && [ -z "$(left)" ]
-ok $? "scancel of a running step: nothing left behind ($(left)$(grep -m1 CANCELLED "$tmp/cancel.err"))"
+for p in $stepd; do timeout 60 tail --pid="$p" -f /dev/null; done
+grep -q '^rank=0 .*pipe=/tmp/cohort-mps-' "$tmp/cancel" && [ -n "$stepd" ] && [ -z "$(left)" ]
+ok $? "scancel of a running step: nothing left behind once its slurmstepd is gone (job $job; $(left)$(grep -m1 CANCELLED "$tmp/cancel.err"))"
 
 tap_done
