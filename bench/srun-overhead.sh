@@ -3,10 +3,13 @@
 # (tests/cluster, 2 nodes), then times `srun -N2 -n8 true` ROUNDS times in
 # each configuration, interleaved round by round so that drift hits all
 # alike: no plugin in plugstack.conf; the plugin with default=off (installed,
-# the job did not ask); default=env; --cohort=train; --cohort=train with a
-# topology cache. Prints a Markdown table of medians and ratios, and the
-# plugin's own time per node and per task (from --cohort-verbose, in runs of
-# their own) with and without the cache. Needs root, like the test cluster.
+# the job did not ask); default=env; --cohort=train; --cohort=train with the
+# plugin's own topology cache switched off (topology_cache=no: discovery in
+# every step); --cohort=train with an admin's topology= file. The plugin's
+# own cache (written by slurmd at its start) is in a directory of the run.
+# Prints a Markdown table of medians and ratios, and the plugin's own time
+# per node and per task (from --cohort-verbose, in runs of their own). Needs
+# root, like the test cluster.
 #   bench/srun-overhead.sh BUILDDIR [ROUNDS]
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,18 +21,21 @@ plugin="$build/plugin/.libs/spank_cohort.so"
 dir="$build/bench-cluster"
 "$cluster" down "$dir" >/dev/null 2>&1
 rm -rf "$dir" && mkdir -p "$dir/etc" "$dir/results"
-: >"$dir/etc/plugstack.conf"
+# slurmd writes the plugin's own cache at its start
+echo "required $plugin default=off topology_cache=$dir/cache" >"$dir/etc/plugstack.conf"
 "$cluster" up "$dir" 2 "$build" "$here/.." || exit 1
 trap '"$cluster" down "$dir"' EXIT
 cache="$dir/topology.xml"
 "$cluster" exec "$dir" n1 "$build/runtime/tools/cohort-info" --export-topology "$cache" || exit 1
 
-configs="none off env train train-cache"
+configs="none off env train train-nocache train-cache"
+own="topology_cache=$dir/cache"
 plugstack() {
     case $1 in
     none) : ;;
-    off | train) echo "required $plugin default=off" ;;
-    env) echo "required $plugin default=env" ;;
+    off | train) echo "required $plugin default=off $own" ;;
+    env) echo "required $plugin default=env $own" ;;
+    train-nocache) echo "required $plugin default=off topology_cache=no" ;;
     train-cache) echo "required $plugin default=off topology=$cache" ;;
     esac >"$dir/etc/plugstack.conf"
 }
@@ -71,7 +77,7 @@ done
 echo
 echo "| plugin time (--cohort-verbose) | node setup, median (ms) | per task, median (ms) |"
 echo "|---|---|---|"
-for c in train train-cache; do
+for c in train train-nocache train-cache; do
     for n in 1 8; do
         r="$dir/results/$c-verbose-$n"
         sed -n 's/.*node setup \([0-9.]*\) ms, task \([0-9.]*\) ms.*/\1 \2/p' "$r.err" >"$r.plugin"

@@ -1,6 +1,8 @@
 /* plugin_args.c - strict parsing of plugstack.conf arguments. */
 #include "plugin_args.h"
 
+#include "topo_cache.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +108,7 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
     out->ports.lo = PORTS_DEFAULT_LO;
     out->ports.hi = PORTS_DEFAULT_HI;
     out->membind = MEMBIND_BIND;
+    snprintf(out->topology_cache, sizeof out->topology_cache, "%s", TOPO_CACHE_DIR);
     for (int i = 0; i < argc; i++) {
         const char *eq = strchr(argv[i], '=');
         struct cohort_err e;
@@ -123,6 +126,12 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
                 rc = cohort_fail(&e, "topology= needs a file name");
             else
                 snprintf(out->topology, sizeof out->topology, "%s", v);
+        } else if (klen == 14 && strncmp(argv[i], "topology_cache", 14) == 0) {
+            if (strcmp(v, "no") && (*v != '/' || strlen(v) >= sizeof out->topology_cache))
+                rc = cohort_fail(&e, "topology_cache= takes an absolute directory, or no");
+            else
+                snprintf(out->topology_cache, sizeof out->topology_cache, "%s",
+                         strcmp(v, "no") ? v : "");
         } else if (klen == 7 && strncmp(argv[i], "membind", 7) == 0)
             rc = membind_parse(v, &out->membind, &e);
         else if (klen == 6 && strncmp(argv[i], "strict", 6) == 0)
@@ -130,8 +139,8 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
         else if ((rc = mps_key(argv[i], klen, v, out, &e)) == 1)
             return cohort_fail(err,
                                "unknown argument '%.*s' (known: default, port_range, "
-                               "topology, membind, strict, mps, mps_threads, mps_mem, "
-                               "mps_control)",
+                               "topology, topology_cache, membind, strict, mps, "
+                               "mps_threads, mps_mem, mps_control)",
                                (int)klen, argv[i]);
         if (rc)
             return cohort_fail(err, "argument '%s': %s", argv[i], e.msg);

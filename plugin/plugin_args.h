@@ -27,6 +27,8 @@ struct plugin_args {
     enum cohort_plugin_mode default_mode; /* default=off|env|train|infer (off) */
     struct port_range ports;              /* port_range=A-B */
     char topology[4096];                  /* topology=FILE ("" = discover) */
+    char topology_cache[4096];            /* topology_cache=DIR|no (TOPO_CACHE_DIR);
+                                             "" = no cache of the plugin's own */
     enum membind_policy membind;          /* membind=bind|interleave|none */
     bool strict;                          /* strict=yes|no: internal errors fail tasks */
     struct mps_args mps;                  /* mps=, mps_threads=, mps_mem= */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "apply.h"
 #include "lean_load.h"
@@ -24,6 +25,7 @@
 #include "route.h"
 #include "step.h"
 #include "text_file.h"
+#include "topo_cache.h"
 #include "topology.h"
 
 SPANK_PLUGIN(cohort, 1);
@@ -50,6 +52,8 @@ static bool route_found;
 static double setup_ms;                  /* user_init's work on this node */
 static char *srun_mode;                  /* COHORT_MODE as srun saw it, or NULL */
 static struct mps_step mps;              /* the step's MPS daemon on this node */
+static bool cache_stale;                 /* discovered: write the cache at the end */
+static char topo_note[300];              /* where the topology came from, for verbose */
 
 /* What slurmstepd must know of srun's environment whatever srun --export
  * says: srun passes its environment to the tasks only with --export=ALL,
@@ -148,6 +152,21 @@ static int set_var(const char *name, const char *value, void *sp)
     return spank_setenv(sp, name, value, 1) != ESPANK_SUCCESS;
 }
 
+/* slurmd's start: the node's topology cache, unless the admin gave a
+ * topology file or switched the cache off. A failure costs steps nothing
+ * but their own discovery. */
+static void cache_at_start(void)
+{
+    struct cohort_topology *t;
+    struct cohort_err err;
+    if (args.topology[0] || !args.topology_cache[0])
+        return;
+    if (topology_load_lean(NULL, true, &t, &err) < 0 ||
+        topo_cache_write(args.topology_cache, t, &err) < 0)
+        slurm_info("cohort: no topology cache: %s (steps discover the topology)", err.msg);
+    topology_free(t);
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
     struct cohort_err err;
@@ -157,6 +176,8 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
         slurm_error("cohort: plugstack.conf: %s; cohort is disabled", err.msg);
         /* never fail init: that would drain nodes and break every job; the
          * options stay registered so that jobs using them still run */
+    } else if (spank_context() == S_CTX_SLURMD) {
+        cache_at_start();
     }
     for (struct spank_option *o = options; o->name; o++)
         if (spank_option_register(sp, o) != ESPANK_SUCCESS)
@@ -307,6 +328,27 @@ out:
     return rc;
 }
 
+/* The node's topology: the admin's file, else the plugin's cache when it is
+ * this machine's, else hwloc's discovery (the cache is then written again at
+ * the step's end, as root). */
+static int load_topology(struct cohort_err *err)
+{
+    cache_stale = false;
+    topo_note[0] = '\0';
+    if (args.topology[0])
+        return topology_load_lean(args.topology, true, &topo, err);
+    if (args.topology_cache[0]) {
+        char why[256];
+        if (topo_cache_load(args.topology_cache, &topo, why, sizeof why) == 0) {
+            snprintf(topo_note, sizeof topo_note, "topology from the node's cache");
+            return 0;
+        }
+        snprintf(topo_note, sizeof topo_note, "%s: discovered", why);
+        cache_stale = true;
+    }
+    return topology_load_lean(NULL, true, &topo, err);
+}
+
 /* slurmstepd, once per node: the step, the topology, the node's plan. */
 static int setup_node(spank_t sp, struct cohort_err *err)
 {
@@ -361,7 +403,7 @@ static int setup_node(spank_t sp, struct cohort_err *err)
         (rc = step_set_cpu_bind(&step, envlist_get(&env, "SLURM_CPU_BIND_TYPE"),
                                 envlist_get(&env, "SLURM_CPU_BIND_LIST"), err)) < 0)
         goto out;
-    rc = topology_load_lean(args.topology[0] ? args.topology : NULL, true, &topo, err);
+    rc = load_topology(err);
     if (rc == 0)
         rc = make_plan(sp, err);
 out:
@@ -490,9 +532,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     if (verbose) {
         char line[2048];
         plan_line(line, sizeof line, plan, topo, (uint32_t)local);
-        fprintf(stderr, "%s; node setup %.2f ms, task %.2f ms%s%s%s%s\n", line, setup_ms,
-                now_ms() - start, note[0] ? "; " : "", note, mps_note[0] ? "; " : "",
-                mps_note);
+        fprintf(stderr, "%s; node setup %.2f ms, task %.2f ms%s%s%s%s%s%s\n", line, setup_ms,
+                now_ms() - start, note[0] ? "; " : "", note, topo_note[0] ? "; " : "",
+                topo_note, mps_note[0] ? "; " : "", mps_note);
         for (unsigned i = 0; local == 0 && i < plan->n_notes; i++)
             fprintf(stderr, "cohort: note: %s\n", plan->notes[i]);
     }
@@ -522,6 +564,11 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     mps_step_end(&mps);
     free(opt_mps);
     opt_mps = NULL;
+    struct cohort_err err;
+    if (cache_stale && topo && geteuid() == 0 &&
+        topo_cache_write(args.topology_cache, topo, &err) < 0)
+        slurm_verbose("cohort: %s", err.msg);
+    cache_stale = false;
     plan_free(plan);
     plan = NULL;
     topology_free(topo);

@@ -58,8 +58,8 @@ endif
 # The plugin under real Slurm daemons (skips itself where they cannot run);
 # its per-step MPS daemon with a stand-in for nvidia-cuda-mps-control.
 check_PROGRAMS += tests/cluster/probe
-TESTS += tests/slurm-cluster.sh tests/mps.sh
-EXTRA_DIST += tests/slurm-cluster.sh tests/mps.sh tests/cluster/fake-mps-control \
+TESTS += tests/slurm-cluster.sh tests/mps.sh tests/topo-cache.sh
+EXTRA_DIST += tests/slurm-cluster.sh tests/mps.sh tests/topo-cache.sh tests/cluster/fake-mps-control \
 	tests/cluster/test-cluster.sh \
 	tests/cluster/cluster.sh tests/cluster/host-init.sh \
 	tests/cluster/ddp_train.py tests/cluster/seed_style.py tests/cluster/yolo_style.py
@@ -143,7 +143,8 @@ endif
 # The test cluster's directory (daemons' state and logs, kept after a run
 # for reading when something failed).
 clean-local:
-	rm -rf tests/cluster-run tests/python-cluster-run tests/mps-run bench-cluster demo-cluster
+	rm -rf tests/cluster-run tests/python-cluster-run tests/mps-run tests/topo-cache-run \
+		bench-cluster demo-cluster
 
 # Hardening of what runs in slurmstepd or in jobs (relro/now, stack
 # protector, fortify) and libcohort's interface (no hwloc, only cohort_*

@@ -11,5 +11,6 @@ runtime_apply_libcohort_apply_base_la_SOURCES = \
 
 noinst_LTLIBRARIES += runtime/apply/libcohort_apply.la
 runtime_apply_libcohort_apply_la_SOURCES = runtime/apply/apply.c runtime/apply/apply.h \
-	runtime/apply/lean_load.c runtime/apply/lean_load.h
+	runtime/apply/lean_load.c runtime/apply/lean_load.h \
+	runtime/apply/topo_cache.c runtime/apply/topo_cache.h
 runtime_apply_libcohort_apply_la_LIBADD = runtime/apply/libcohort_apply_base.la $(HWLOC_LIBS)
