@@ -60,6 +60,14 @@ int main(void)
     ok(parse("mps_control=nvidia-cuda-mps-control", NULL, &a, &err) < 0 &&
            strstr(err.msg, "absolute path"),
        "a relative mps_control refused: %s", err.msg);
+    ok(parse(NULL, NULL, &a, &err) == 0 && !strcmp(a.topology_cache, "/run/cohort"),
+       "the plugin's own topology cache in /run/cohort by default");
+    ok(parse("topology_cache=/var/cache/cohort", NULL, &a, &err) == 0 &&
+           !strcmp(a.topology_cache, "/var/cache/cohort") &&
+           parse("topology_cache=no", NULL, &a, &err) == 0 && !a.topology_cache[0],
+       "topology_cache=DIR and topology_cache=no");
+    ok(parse("topology_cache=cache", NULL, &a, &err) < 0 && strstr(err.msg, "absolute directory"),
+       "a relative topology_cache refused: %s", err.msg);
     struct mps_args m = {0};
     ok(mps_args_parse(NULL, &m, &err) == 0 && m.on, "--cohort-mps alone: yes");
     ok(mps_args_parse("no", &m, &err) == 0 && !m.on && mps_args_parse("1", &m, &err) == 0 &&
