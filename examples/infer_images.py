@@ -9,7 +9,8 @@ slower on purpose: after each batch it sleeps three times what the batch
 took. Rank 0 prints each task's share (items it committed, percent, busy
 seconds), the makespan, and the makespan a static split (N/size items per
 task, as DistributedSampler does) would have had at the tasks' speeds (each
-task times one full batch before the run; the slow one counts 4x).
+task times one full batch, all at once, before the run; the slow one
+counts 4x).
 
     srun -N2 --ntasks-per-node=4 --cohort=infer python3 infer_images.py \
         [--images 2000] [--size 224] [--batch 64] [--slow-rank R] [--out DIR]
@@ -62,14 +63,13 @@ def main() -> None:
     torch.manual_seed(0)  # the same model everywhere
     model = torchvision.models.resnet18(weights=None).eval()
     classify(model, [0, 1], args.size)  # warm-up, outside the timings
-    t = time.monotonic()  # this task's speed at full batches, for the static split's figure
-    classify(model, list(range(args.batch)), args.size)
-    per_item = (time.monotonic() - t) / args.batch
 
     with cohort.init() as c:
         slow = c.size - 1 if args.slow_rank is None else args.slow_rank
-        if c.rank == slow:
-            per_item *= 4
+        c.barrier()  # every task timed at once, sharing the CPUs as in the run
+        t = time.monotonic()  # this task's speed at full batches, for the static figure
+        classify(model, list(range(args.batch)), args.size)
+        per_item = (time.monotonic() - t) / args.batch * (4 if c.rank == slow else 1)
         out: Optional[TextIO] = None
         if args.out:
             os.makedirs(args.out, exist_ok=True)
