@@ -44,9 +44,11 @@ why=$("$cluster" check) || { echo "demo.sh: the test cluster cannot run here: $w
 build=${1:-$top/_build/demo}
 if [ ! -e "$build/plugin/.libs/spank_cohort.so" ] || [ ! -e "$build/runtime/libcohort/.libs/libcohort.so.0" ]; then
     say "building in $build"
-    { [ -x "$top/configure" ] || (cd "$top" && autoreconf -fi); } &&
-        mkdir -p "$build" && (cd "$build" && "$top/configure" && make -j"$(nproc)") >"$top/demo-build.log" 2>&1 ||
-        { tail -20 "$top/demo-build.log"; echo "demo.sh: the build failed (demo-build.log)" >&2; exit 1; }
+    mkdir -p "$build" || exit 1
+    log="$build/demo-build.log"
+    { { [ -x "$top/configure" ] || (cd "$top" && autoreconf -fi); } &&
+        (cd "$build" && "$top/configure" && make -j"$(nproc)"); } >"$log" 2>&1 ||
+        { tail -20 "$log"; echo "demo.sh: the build failed ($log)" >&2; exit 1; }
 fi
 build=$(cd "$build" && pwd)
 
