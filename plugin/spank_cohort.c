@@ -157,14 +157,10 @@ static int set_var(const char *name, const char *value, void *sp)
  * but their own discovery. */
 static void cache_at_start(void)
 {
-    struct cohort_topology *t;
     struct cohort_err err;
-    if (args.topology[0] || !args.topology_cache[0])
-        return;
-    if (topology_load_lean(NULL, true, &t, &err) < 0 ||
-        topo_cache_write(args.topology_cache, t, &err) < 0)
+    if (!args.topology[0] && args.topology_cache[0] &&
+        topo_cache_refresh(args.topology_cache, &err) < 0)
         slurm_info("cohort: no topology cache: %s (steps discover the topology)", err.msg);
-    topology_free(t);
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
@@ -329,8 +325,8 @@ out:
 }
 
 /* The node's topology: the admin's file, else the plugin's cache when it is
- * this machine's, else hwloc's discovery (the cache is then written again at
- * the step's end, as root). */
+ * this machine's, else hwloc's discovery (the cache is then written again
+ * at the step's end, from a discovery of the whole node as root). */
 static int load_topology(struct cohort_err *err)
 {
     cache_stale = false;
@@ -565,8 +561,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     free(opt_mps);
     opt_mps = NULL;
     struct cohort_err err;
-    if (cache_stale && topo && geteuid() == 0 &&
-        topo_cache_write(args.topology_cache, topo, &err) < 0)
+    if (cache_stale && geteuid() == 0 && topo_cache_refresh(args.topology_cache, &err) < 0)
         slurm_verbose("cohort: %s", err.msg);
     cache_stale = false;
     plan_free(plan);

@@ -25,6 +25,14 @@ git -C "$top" archive --format=tar --prefix="cohort-$version/" HEAD | tar -x -C 
     dpkg-buildpackage -us -uc -b) >"$tmp/deb.log" 2>&1
 ok $? "dpkg-buildpackage -us -uc -b builds ($(tail -3 "$tmp/deb.log" | tr '\n' ' ' | cut -c1-200))"
 debs="slurm-spank-cohort libcohort0 libcohort-dev cohort-tools python3-cohort"
+# -Pnocuda: the same without libcohort-nccl0
+mkdir "$tmp/nocuda"
+git -C "$top" archive --format=tar --prefix="cohort-$version/" HEAD | tar -x -C "$tmp/nocuda"
+(cd "$tmp/nocuda/cohort-$version" && DEB_BUILD_OPTIONS="parallel=$(nproc)" \
+    dpkg-buildpackage -us -uc -b -Pnocuda) >"$tmp/nocuda.log" 2>&1
+[ $? = 0 ] && [ -e "$tmp/nocuda/libcohort0_${version}_"*.deb ] &&
+    [ -z "$(ls "$tmp/nocuda"/libcohort-nccl0_* 2>/dev/null)" ]
+ok $? "dpkg-buildpackage -Pnocuda builds all but libcohort-nccl0 ($(ls "$tmp/nocuda"/*.deb 2>/dev/null | grep -vc dbgsym) packages)"
 files=""
 for p in $debs; do files="$files $(ls "$tmp/${p}_${version}_"*.deb 2>/dev/null)"; done
 [ "$(echo $files | wc -w)" = 5 ] || bail "packages missing: $(ls "$tmp"/*.deb 2>/dev/null | tr '\n' ' ')"
@@ -34,11 +42,13 @@ ok $? "dpkg -i of the plugin, libcohort, -dev, the tools and the Python package 
 plugin=$(dpkg -L slurm-spank-cohort | grep '/spank_cohort.so$')
 snippet=$(dpkg -L slurm-spank-cohort | grep '/examples/cohort.conf$')
 [ -e "$plugin" ] && [ -e "$snippet" ] && [ ! -e /etc/slurm/plugstack.conf.d/cohort.conf ] &&
-    grep -q "^required $plugin " "$snippet"
-ok $? "the plugin is in Slurm's plugin directory ($plugin), not enabled; the example snippet names it"
-got=$(cd / && env -u PYTHONPATH -u COHORT_LIBRARY /usr/bin/python3 -c 'import cohort; print(cohort.__file__, cohort.api_version())')
-case $got in /usr/lib/python3/dist-packages/cohort/__init__.py\ 100?) r=0 ;; *) r=1 ;; esac
-ok $r "import cohort finds the packaged libcohort by itself ($got)"
+    grep -q "^optional $plugin " "$snippet" &&
+    dpkg-query -W -f '${Breaks}' slurm-spank-cohort | grep -q "slurmd (<< $(dpkg-query -W -f '${Version}' libslurm-dev | cut -d. -f1,2)~)"
+ok $? "the plugin is in Slurm's plugin directory ($plugin), not enabled; the example snippet names it (optional); it breaks other Slurm releases ($(dpkg-query -W -f '${Breaks}' slurm-spank-cohort | cut -c1-80))"
+got=$(cd / && env -u PYTHONPATH -u COHORT_LIBRARY /usr/bin/python3 -c 'import cohort; print(cohort.__file__, cohort.api_version())'
+    env -u PYTHONPATH /usr/bin/python3 -m cohort info --env "$top/tests/fixtures/demo.env" --topology "$top/tests/fixtures/dgx-a100.xml" | grep -c 'rank 9 of 16')
+case $(echo $got) in "/usr/lib/python3/dist-packages/cohort/__init__.py 100"?" 1") r=0 ;; *) r=1 ;; esac
+ok $r "import cohort finds the packaged libcohort, python3 -m cohort info the packaged cohort-info, by themselves ($(echo $got))"
 pkg-config --exists cohort && [ "$(pkg-config --modversion cohort)" = "$version" ] &&
     printf '#include <cohort.h>\nint main(void){return cohort_api_version() < 1000;}\n' >"$tmp/t.c" &&
     cc -o "$tmp/t" "$tmp/t.c" $(pkg-config --cflags --libs cohort) && "$tmp/t"

@@ -15,4 +15,7 @@
 int topology_load_lean(const char *xml_path, bool xml_is_this_system,
                        struct cohort_topology **out, struct cohort_err *err);
 
+/* topology_export_node() the same way. */
+int topology_export_node_lean(const char *path, struct cohort_err *err);
+
 #endif

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hwloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "lean_load.h"
 
 #define PREFIX "topology-"
@@ -37,15 +39,17 @@ static uint64_t hash_file(uint64_t h, const char *path)
     return fnv(fnv(h, path), buf);
 }
 
-/* The running machine's key: hwloc's version, the boot, the online CPUs,
- * the PCI devices (their addresses; a device hot-plugged changes it). */
+/* The running machine's key: hwloc's and cohort's versions, the boot, the
+ * online CPUs and NUMA nodes, the PCI devices (their addresses; a device
+ * hot-plugged changes it). */
 static void cache_name(char *buf, size_t len)
 {
-    char v[32];
-    snprintf(v, sizeof v, "hwloc %x", hwloc_get_api_version());
+    char v[64];
+    snprintf(v, sizeof v, "hwloc %x cohort %s", hwloc_get_api_version(), PACKAGE_VERSION);
     uint64_t h = fnv(0xcbf29ce484222325ULL, v);
     h = hash_file(h, "/proc/sys/kernel/random/boot_id");
     h = hash_file(h, "/sys/devices/system/cpu/online");
+    h = hash_file(h, "/sys/devices/system/node/online");
     DIR *d = opendir("/sys/bus/pci/devices");
     uint64_t pci = 0; /* order-free: the sum of the devices' hashes */
     struct dirent *e;
@@ -65,6 +69,31 @@ static int root_only(const struct stat *st)
     return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
+/* dir and every directory above it real directories (no symlink) of
+ * root's that nobody else can change: writable by root alone, or sticky
+ * (others may not rename or remove root's entries there); dir itself
+ * writable by root alone. */
+static int root_chain(const char *dir)
+{
+    char path[4096];
+    struct stat st;
+    if (dir[0] != '/' || strlen(dir) >= sizeof path)
+        return 0;
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *end = path + strlen(path);; *end = '\0') {
+        if (lstat(path[0] ? path : "/", &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0)
+            return 0;
+        bool top = strcmp(path, dir) == 0;
+        if (!root_only(&st) && (top || !(st.st_mode & S_ISVTX)))
+            return 0;
+        if (!path[0])
+            return 1;
+        end = strrchr(path, '/');
+        while (end > path && end[-1] == '/')
+            end--;
+    }
+}
+
 int topo_cache_load(const char *dir, struct cohort_topology **out, char *why, size_t len)
 {
     char name[64], path[4200];
@@ -75,7 +104,7 @@ int topo_cache_load(const char *dir, struct cohort_topology **out, char *why, si
         snprintf(why, len, "no topology cache in %s", dir);
         return -1;
     }
-    if (!root_only(&st)) {
+    if (!root_chain(dir)) {
         snprintf(why, len, "topology cache %s is not root's alone: not used", dir);
         return -1;
     }
@@ -111,28 +140,24 @@ static void remove_others(const char *dir, const char *keep)
         closedir(d);
 }
 
-int topo_cache_write(const char *dir, const struct cohort_topology *topo,
-                     struct cohort_err *err)
+int topo_cache_refresh(const char *dir, struct cohort_err *err)
 {
     char name[64], path[4200], tmp[4200];
-    struct stat st;
     if (geteuid() != 0)
         return cohort_fail(err, "only root writes the topology cache");
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!topo->topo || hwloc_bitmap_weight(hwloc_topology_get_complete_cpuset(topo->topo)) !=
-                           online) /* seen from a cpuset: not the whole node */
-        return cohort_fail(err, "the topology at hand is not the whole node's: not cached");
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+    if (mkdir(dir, 0755) == 0)
+        chmod(dir, 0755); /* whatever the umask */
+    else if (errno != EEXIST)
         return cohort_fail(err, "cannot create %s: %s", dir, strerror(errno));
-    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || !root_only(&st))
-        return cohort_fail(err, "%s is not a directory of root's that only root can write: "
-                           "no topology cache there", dir);
-    cache_name(name, sizeof name);
+    if (!root_chain(dir))
+        return cohort_fail(err, "%s, or a directory above it, is not root's alone: no "
+                           "topology cache there", dir);
+    cache_name(name, sizeof name); /* the machine as the discovery will see it */
     snprintf(path, sizeof path, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s/.%s.%ld", dir, name, (long)getpid());
-    mode_t old = umask(022);
-    int rc = topology_export(topo, tmp, err);
-    umask(old);
+    int rc = topology_export_node_lean(tmp, err);
+    if (rc == 0 && chmod(tmp, 0644) < 0)
+        rc = cohort_fail(err, "cannot chmod %s: %s", tmp, strerror(errno));
     if (rc == 0 && rename(tmp, path) < 0)
         rc = cohort_fail(err, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
     if (rc < 0)

@@ -5,10 +5,12 @@
  * directory only root can write (a topology a user could write would steer
  * other users' binding); used only when it and its directory are root's
  * and nobody else can write them, and when it was written on this boot of
- * this machine: its file name carries a hash of hwloc's version, the boot
- * id, the online CPUs and the PCI devices. Anything else - no cache, a
- * stale one, a foreign owner - means discovery, as without a cache; never
- * an error for the job. */
+ * this machine: its file name carries a hash of hwloc's and cohort's
+ * versions, the boot id, the online CPUs and NUMA nodes and the PCI
+ * devices. Every directory on the way to it must be root's and writable by
+ * nobody else (or sticky, as /tmp): then nobody else can change what is
+ * read or written there. Anything else - no cache, a stale one, a foreign
+ * owner - means discovery, as without a cache; never an error for a job. */
 #ifndef COHORT_TOPO_CACHE_H
 #define COHORT_TOPO_CACHE_H
 
@@ -22,10 +24,10 @@
  * with why (a phrase for the verbose line) when there is none to use. */
 int topo_cache_load(const char *dir, struct cohort_topology **out, char *why, size_t len);
 
-/* Writes topo as dir's cache for this machine (dir made 0755 when
- * missing), removing the caches of other keys. Root only; 0, or -1 with
- * the reason. */
-int topo_cache_write(const char *dir, const struct cohort_topology *topo,
-                     struct cohort_err *err);
+/* Discovers this whole node (topology_export_node: whatever cpuset the
+ * caller runs in) and writes it as dir's cache for this machine's key, taken
+ * before the discovery (dir made 0755 when missing), removing the caches of
+ * other keys. Root only; 0, or -1 with the reason. */
+int topo_cache_refresh(const char *dir, struct cohort_err *err);
 
 #endif

@@ -153,6 +153,17 @@ void topology_free(struct cohort_topology *t)
     free(t);
 }
 
+int topology_export_node(const char *path, struct cohort_err *err)
+{
+    struct cohort_topology t = {0};
+    int rc = load(&t, NULL, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED, err);
+    if (rc == 0 && hwloc_topology_export_xml(t.topo, path, 0) < 0)
+        rc = cohort_fail(err, "cannot write topology to %s: %m", path);
+    if (t.topo)
+        hwloc_topology_destroy(t.topo);
+    return rc;
+}
+
 int topology_export(const struct cohort_topology *t, const char *path,
                     struct cohort_err *err)
 {

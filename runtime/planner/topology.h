@@ -35,6 +35,12 @@ int topology_load(const char *xml_path, bool xml_is_this_system,
                   struct cohort_topology **out, struct cohort_err *err);
 void topology_free(struct cohort_topology *t);
 
+/* Discovers this whole machine - CPUs and NUMA nodes the caller may not use
+ * included (HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED), so that a caller in a
+ * cpuset still sees the node - and writes it as XML to path: a cache of the
+ * node for topology_load(path, true, ...). */
+int topology_export_node(const char *path, struct cohort_err *err);
+
 /* Writes the topology as XML (PCI devices kept) to path. */
 int topology_export(const struct cohort_topology *t, const char *path,
                     struct cohort_err *err);

@@ -63,11 +63,9 @@ static int print_hostnames(const char *expr)
 
 static int export_topology(const char *path)
 {
-    struct cohort_topology *topo;
     struct cohort_err err;
-    if (topology_load_lean(NULL, false, &topo, &err) < 0 || topology_export(topo, path, &err) < 0)
+    if (topology_export_node_lean(path, &err) < 0)
         return fail(err.msg);
-    topology_free(topo);
     return 0;
 }
 
