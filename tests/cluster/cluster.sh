@@ -181,6 +181,11 @@ up() {
         down "$dir"
         exit 1
     fi
+    # ... and the cluster is ready when that job has left every node (a node
+    # still completing it would not be given to the next job): 30 s at most.
+    in_host "$dir" head timeout 30 sh -c \
+        'until [ "$(sinfo -h -N -t idle -o %N | sort -u | wc -l)" = "$0" ]; do sleep 0.05; done' "$nodes" ||
+        echo "cluster.sh: not every node idle after the first job: $(in_host "$dir" head sinfo -h -N -o '%N %t' | tr '\n' ' ')" >&2
 }
 
 # Stops processes by PID: TERM, wait for them to exit (tail --pid), KILL
