@@ -132,9 +132,10 @@ def init_only():
 
 def work_all():
     """Every rank records what it committed, from work.stale after each
-    implicit commit; PY_HOW=raise / break: the victim leaves its first
-    loop that way, then iterates again; die: it exits holding its first
-    batch (noted in $PY_OUT/died)."""
+    implicit commit. With PY_HOW every rank first takes one batch (then a
+    barrier: each holds one); the victim then leaves that loop by raising
+    (raise) or break (break), or exits holding it (die, noted in
+    $PY_OUT/died); the others break (giving theirs back) and go on."""
     how = os.environ.get("PY_HOW", "")
     n = int(os.environ.get("PY_ITEMS", "3000"))
     done, given = [], []
@@ -144,30 +145,37 @@ def work_all():
         say(peer_lost=str(e))
 
 
+def drain(work, done):
+    """Runs a loop over the queue to its end, adding to done what each
+    implicit commit kept (the batch minus work.stale)."""
+    prev = []
+    for batch in work:
+        done += [i for i in prev if i not in work.stale]
+        prev = batch
+        if not done:
+            work.extend()
+    done += [i for i in prev if i not in work.stale]
+
+
 def work_loops(how, n, done, given):
     with cohort.init() as c:
         with c.work("q", n, cap=int(os.environ.get("PY_CAP", "32")),
                     lease_timeout=600) as work:
-            if RANK == VICTIM and how == "die":
-                for batch in work:
-                    fifo_tell("died", " ".join(map(str, batch)))
-                    os._exit(0)
-            if RANK == VICTIM and how in ("raise", "break"):
+            if how:
                 try:
-                    for batch in work:
-                        given = list(batch)
-                        if how == "raise":
-                            raise ValueError("a bad image")
-                        break
+                    for batch in work:  # every rank holds a batch before any goes on
+                        c.barrier()
+                        if RANK == VICTIM:
+                            given[:] = batch
+                            if how == "die":
+                                fifo_tell("died", " ".join(map(str, batch)))
+                                os._exit(0)
+                            if how == "raise":
+                                raise ValueError("a bad image")
+                        break  # the others give theirs back too, and go on below
                 except ValueError:
                     pass
-            prev = []
-            for batch in work:
-                done += [i for i in prev if i not in work.stale]
-                prev = batch
-                if not done:
-                    work.extend()
-            done += [i for i in prev if i not in work.stale]
+            drain(work, done)
             say(done=done, given=given, held=work.batch, committed=work.committed,
                 status=list(work.status()), error=str(work.error or ""))
 
