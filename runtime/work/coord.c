@@ -278,13 +278,12 @@ void coord_joined(struct coord *co, struct net_conn *c)
     co->connected++;
 }
 
-/* Items are left, none leased, and every worker ever to come is closing
- * or gone: nobody will do them. */
-static bool stranded(const struct coord *co)
+/* With items left (st, the caller saw the queue not finished): none
+ * leased, and every worker ever to come is closing or gone: nobody will do
+ * them. */
+static bool stranded(const struct coord *co, const struct sched_status *st)
 {
-    struct sched_status st;
-    sched_status(co->s, &st);
-    if (co->came < co->cfg->size || st.leased || st.committed + st.set_aside == st.total)
+    if (co->came < co->cfg->size || st->leased)
         return false;
     for (uint32_t r = 0; r < co->cfg->size; r++)
         if (co->w[r].conn && !co->w[r].closing)
@@ -293,17 +292,16 @@ static bool stranded(const struct coord *co)
 }
 
 /* Every closing worker of a stranded queue is told why its close fails. */
-static void refuse_closes(struct coord *co)
+static void refuse_closes(struct coord *co, const struct sched_status *st)
 {
-    struct sched_status st;
-    sched_status(co->s, &st);
     char msg[320];
     int len = snprintf(msg, sizeof msg,
                        "every worker left in queue '%s' closed it with %llu of %llu items not "
                        "done and none leased: nobody will do them (rerun the step with the "
                        "same journal to resume)",
-                       co->cfg->name, (unsigned long long)(st.total - st.committed - st.set_aside),
-                       (unsigned long long)st.total);
+                       co->cfg->name,
+                       (unsigned long long)(st->total - st->committed - st->set_aside),
+                       (unsigned long long)st->total);
     for (uint32_t r = 0; r < co->cfg->size; r++)
         if (co->w[r].conn && co->w[r].closing && !co->w[r].closed_ok) {
             coord_send(co, r, WORK_ERROR, msg, (uint32_t)len);
@@ -317,8 +315,12 @@ void coord_wake(struct coord *co, int64_t now)
 {
     bool done = coord_finished(co);
     co->next_wake = now + COORD_KEEPALIVE_MS;
-    if (!done && stranded(co))
-        refuse_closes(co);
+    if (!done) {
+        struct sched_status st;
+        sched_status(co->s, &st);
+        if (stranded(co, &st))
+            refuse_closes(co, &st);
+    }
     for (uint32_t r = 0; r < co->cfg->size; r++) {
         struct worker *w = &co->w[r];
         if (!w->conn)
