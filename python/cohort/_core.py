@@ -85,11 +85,12 @@ class Cohort(_lib.Scoped):
             raise _lib.fail(self._handle())
         return rc
 
-    def _agree(self, call: str, problem: Optional[str]) -> None:
+    def _agree(self, call: str, problem: Optional[errors.UsageError]) -> None:
         """Before a collective open: this rank's argument problem (or None)
         goes to every rank, and all raise alike when any rank has one, as
         libcohort does with the arguments it checks itself."""
-        problems = self.allgather(problem)
+        mine = str(problem)[len("cohort: "):] if problem is not None else None
+        problems = self.allgather(mine)
         for rank, why in enumerate(problems):
             if why is not None:
                 raise errors.UsageError("cohort: %s failed on rank %d: %s" % (call, rank, why),

@@ -93,7 +93,7 @@ class Streams(_lib.Scoped):
 
     def __init__(self, cohort: "Cohort", name: str, capacity: float, epsilon: Optional[float],
                  lease_timeout: Optional[float], shed_after: Optional[float]) -> None:
-        problem = None
+        problem: Optional[errors.UsageError] = None
         try:
             raw_name = _lib.name_bytes(name, "the stream set's name")
             cap = _number(capacity, "capacity")
@@ -106,7 +106,7 @@ class Streams(_lib.Scoped):
                                     _lib.seconds(lease_timeout, "lease_timeout"),
                                     _lib.seconds(shed_after, "shed_after"))
         except errors.UsageError as e:
-            problem = str(e)[len("cohort: "):]
+            problem = e
         self.name = name
         self._c = cohort
         cohort._agree("c.streams", problem)  # every rank fails alike, or none

@@ -65,7 +65,7 @@ class Work(_lib.Scoped):
     def __init__(self, cohort: "Cohort", name: str, n: int, journal: Optional[str],
                  lease_timeout: Optional[float], max_attempts: Optional[int],
                  cap: Optional[int]) -> None:
-        problem = None
+        problem: Optional[errors.UsageError] = None
         try:
             if n is None:
                 raise errors.UsageError("cohort: n (the number of items) is None: give a "
@@ -78,7 +78,7 @@ class Work(_lib.Scoped):
                                  0 if max_attempts is None else
                                  _lib.whole(max_attempts, "max_attempts", 1, 1000))
         except errors.UsageError as e:
-            problem = str(e)[len("cohort: "):]
+            problem = e
         self.name = name
         self._c = cohort
         cohort._agree("c.work", problem)  # every rank fails alike, or none
