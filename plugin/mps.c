@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char *const default_programs[] = {"/usr/bin/nvidia-cuda-mps-control",
@@ -94,8 +93,7 @@ static int wait_up(struct mps_daemon *d, struct cohort_err *err)
                                "was killed by signal", WIFEXITED(status) ?
                                WEXITSTATUS(status) : WTERMSIG(status), d->log);
         }
-        struct timespec ts = {0, 10 * 1000000L};
-        nanosleep(&ts, NULL);
+        mps_pause_ms(10);
     }
     return cohort_fail(err, "%s did not open its control pipe within %d s", d->program,
                        MPS_START_MS / 1000);

@@ -17,7 +17,7 @@
 #define KILL_ROUNDS 4
 #define ENVIRON_MAX (4 << 20) /* the most of a process's environment read */
 
-static void pause_ms(long ms)
+void mps_pause_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -77,7 +77,7 @@ bool mps_wait(pid_t pid, long ms, int *status)
             return true;
         if (waited >= ms)
             return false;
-        pause_ms(10);
+        mps_pause_ms(10);
     }
 }
 

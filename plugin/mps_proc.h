@@ -29,6 +29,9 @@ void mps_child_become(const struct mps_user *u, int in_fd);
 /* A process's parent and start time from /proc/PID/stat; -1: gone. */
 int mps_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start);
 
+/* Sleeps ms milliseconds (a poll's step). */
+void mps_pause_ms(long ms);
+
 /* Waits up to ms for a child to end; true when it has (or is not ours to
  * wait for any more: slurmstepd may reap any child). */
 bool mps_wait(pid_t pid, long ms, int *status);
