@@ -104,19 +104,19 @@ static void user_now(struct mps_user *u, uid_t uid, gid_t gid)
 {
     u->uid = uid;
     u->gid = gid;
-    u->ngroups = getgroups(MPS_GROUPS_MAX, u->groups);
+    mps_user_groups(u);
 }
 
 int mps_start(struct mps_daemon *d, const char *program, uid_t uid, gid_t gid,
               struct cohort_err *err)
 {
     memset(d, 0, sizeof *d);
-    user_now(&d->user, uid, gid);
     const char *found = find_program(program);
     if (!found)
         return cohort_fail(err, "%s is not there for the job's user to run (set mps_control= "
                            "in plugstack.conf)", program && *program ? program :
                            "nvidia-cuda-mps-control (in /usr/bin or /usr/local/cuda/bin)");
+    user_now(&d->user, uid, gid);
     snprintf(d->program, sizeof d->program, "%s", found);
     snprintf(d->dir, sizeof d->dir, "/tmp/cohort-mps-XXXXXX");
     if (!mkdtemp(d->dir)) {
@@ -194,6 +194,7 @@ void mps_stop(struct mps_daemon *d)
     }
     d->pid = 0;
     remove_dir(d);
+    mps_user_free(&d->user);
 }
 
 int mps_task_env(const struct mps_daemon *d, const struct mps_args *a,

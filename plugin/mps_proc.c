@@ -24,6 +24,34 @@ void mps_pause_ms(long ms)
         ;
 }
 
+void mps_user_groups(struct mps_user *u)
+{
+    u->ngroups = 0;
+    u->groups = NULL;
+    for (int tries = 0; tries < 4; tries++) { /* the count may change between the calls */
+        int n = getgroups(0, NULL);
+        if (n <= 0)
+            return;
+        gid_t *g = calloc((size_t)n, sizeof *g);
+        if (!g)
+            return;
+        int got = getgroups(n, g);
+        if (got >= 0) {
+            u->ngroups = (size_t)got;
+            u->groups = g;
+            return;
+        }
+        free(g);
+    }
+}
+
+void mps_user_free(struct mps_user *u)
+{
+    free(u->groups);
+    u->groups = NULL;
+    u->ngroups = 0;
+}
+
 void mps_child_become(const struct mps_user *u, int in_fd)
 {
     sigset_t none;
@@ -37,7 +65,7 @@ void mps_child_become(const struct mps_user *u, int in_fd)
         (void)!write(oom, "0\n", 2);
         close(oom);
     }
-    if (geteuid() == 0 && u->ngroups >= 0 && setgroups((size_t)u->ngroups, u->groups) < 0)
+    if (geteuid() == 0 && setgroups(u->ngroups, u->groups) < 0)
         _exit(126);
     if (setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
         _exit(126);

@@ -1,6 +1,6 @@
 /* mps_proc.h - the processes around a step's MPS daemon, from slurmstepd:
  * a child turned into the job's user for good (ids, groups, signals, OOM
- * score, descriptors: nothing of slurmstepd's), waits with deadlines, and
+ * score, groups, descriptors: nothing of slurmstepd's), waits with deadlines, and
  * the kill of what a daemon leaves, by pidfd so that a reused pid is never
  * hit. */
 #ifndef COHORT_MPS_PROC_H
@@ -9,19 +9,25 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#define MPS_GROUPS_MAX 64
-
 /* The job's user as slurmstepd set it up for the step. */
 struct mps_user {
     uid_t uid;
     gid_t gid;
-    int ngroups;                    /* -1: unknown (keep the process's) */
-    gid_t groups[MPS_GROUPS_MAX];
+    size_t ngroups; /* 0: none (also when they could not be had) */
+    gid_t *groups;  /* malloc'd; NULL when ngroups is 0 */
 };
 
+/* The supplementary groups of the calling process, however many (slurmstepd
+ * set the user's for user_init); when they cannot be had, none, so that a
+ * child never keeps slurmstepd's. */
+void mps_user_groups(struct mps_user *u);
+
+/* Frees what mps_user_groups allocated. */
+void mps_user_free(struct mps_user *u);
+
 /* In a child about to exec: the signal handlers and mask of a new process,
- * an OOM score of 0 (slurmstepd's own protects it), the user's groups (when
- * the child still has root's), gid and uid for good, stdin from in_fd (-1:
+ * an OOM score of 0 (slurmstepd's own protects it), exactly the user's
+ * groups (none when they were not known), gid and uid for good, stdin from in_fd (-1:
  * /dev/null), stdout and stderr to /dev/null, no other descriptor. Exits
  * the child (status 126) when the ids cannot be set. */
 void mps_child_become(const struct mps_user *u, int in_fd);

@@ -43,6 +43,14 @@ tests_fuzz_fuzz_hostlist_replay_LDADD = $(UNIT_LDADD)
 
 check_PROGRAMS += tests/unit/test_plugin_args tests/unit/test_mps
 TESTS += tests/unit/test_plugin_args tests/unit/test_mps
+if HAVE_SPANK
+check_PROGRAMS += tests/unit/test_mps_daemon
+TESTS += tests/unit/test_mps_daemon
+tests_unit_test_mps_daemon_SOURCES = tests/unit/test_mps_daemon.c plugin/mps.c plugin/mps_proc.c
+tests_unit_test_mps_daemon_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin \
+	-DFAKE_MPS='"$(abs_top_srcdir)/tests/cluster/fake-mps-control"'
+tests_unit_test_mps_daemon_LDADD = runtime/apply/libcohort_apply.la $(UNIT_LDADD)
+endif
 tests_unit_test_mps_LDADD = $(UNIT_LDADD)
 tests_unit_test_mps_CPPFLAGS = $(tests_unit_test_plan_CPPFLAGS)
 tests_unit_test_plugin_args_SOURCES = tests/unit/test_plugin_args.c plugin/plugin_args.c
