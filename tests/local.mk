@@ -115,6 +115,10 @@ tests_unit_test_work_msg_LDADD = runtime/work/libcohort_work_msg.la \
 check_PROGRAMS += tests/work/work_check
 TESTS += tests/work.sh
 EXTRA_DIST += tests/work.sh
+
+# A prefix install writes only under the prefix.
+TESTS += tests/install-prefix.sh
+EXTRA_DIST += tests/install-prefix.sh
 tests_work_work_check_LDADD = runtime/libcohort/libcohort.la
 tests_work_work_check_LDFLAGS = -no-install
 
