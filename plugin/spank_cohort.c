@@ -83,11 +83,20 @@ static const char *const plan_vars[] = {
     "COHORT_MODE", "COHORT_BOOTSTRAP_PORT", "COHORT_GPUS", "COHORT_CPUS",
     "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"};
 
+/* An option's value as its callback gets it: sbatch and salloc pass their
+ * options to the job's sruns in SLURM_SPANK_OPTION_* variables, where an
+ * option given without a value reads "(null)"; that is no value. */
+static const char *option_value(const char *optarg)
+{
+    return optarg && strcmp(optarg, "(null)") != 0 ? optarg : NULL;
+}
+
 static int opt_cohort_cb(int val, const char *optarg, int remote)
 {
     enum cohort_plugin_mode m;
     struct cohort_err err;
     (void)val;
+    optarg = option_value(optarg);
     if (plugin_mode_parse(optarg ? optarg : "", &m, &err) < 0) {
         if (!remote)
             slurm_error("cohort: --cohort=%s: %s", optarg ? optarg : "", err.msg);
@@ -111,6 +120,7 @@ static int opt_mps_cb(int val, const char *optarg, int remote)
     struct mps_args m;
     struct cohort_err err;
     (void)val;
+    optarg = option_value(optarg);
     if (mps_step_want(&args, NULL, true, optarg, &m, &err) < 0) {
         if (!remote)
             slurm_error("cohort: %s", err.msg);

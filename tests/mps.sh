@@ -171,6 +171,50 @@ run "$tmp/deaf" srun -N1 -n2 --gres=gpu:1 --cohort=infer --cohort-mps "$work/tas
 ok $? "a daemon that ignores quit: killed at the step's end, nothing left ($(left))"
 plugstack
 
+# --- every cohort option alike from srun, sbatch and salloc, with and
+# without a value (sbatch and salloc hand theirs to the job's sruns in
+# SLURM_SPANK_OPTION_* variables, "(null)" for none) ------------------------
+cat >"$work/opt.sh" <<'END'
+#!/bin/sh
+echo "rank=$SLURM_PROCID mode=${COHORT_MODE:--} pipe=${CUDA_MPS_PIPE_DIRECTORY:--} threads=${CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:--}"
+END
+printf '#!/bin/sh\nexec srun -n2 --gres=gpu:1 %s\n' "$work/opt.sh" >"$work/opt-job.sh"
+chmod +x "$work/opt.sh" "$work/opt-job.sh"
+# launch HOW OUT OPTIONS...: two tasks sharing one GPU, the options given to
+# srun itself, or to sbatch or salloc around a plain srun; OUT.err: stderr.
+launch() {
+    local how=$1 out=$2
+    shift 2
+    case $how in
+    srun) run "$out" srun -N1 -n2 --gres=gpu:1 "$@" "$work/opt.sh" ;;
+    salloc) run "$out" salloc -N1 -n2 --gres=gpu:1 "$@" "$work/opt-job.sh" ;;
+    sbatch) rm -f "$work/opt.out" "$work/opt.err" # written on the node: in $work
+        run "$out.sbatch" sbatch --wait -N1 -n2 --gres=gpu:1 -o "$work/opt.out" -e "$work/opt.err" \
+            "$@" "$work/opt-job.sh"
+        cat "$work/opt.out" >"$out" 2>/dev/null
+        cat "$work/opt.err" "$out.sbatch.err" >"$out.err" 2>/dev/null ;;
+    esac
+}
+for how in srun sbatch salloc; do
+    for opts in "--cohort=infer" "--cohort=infer --cohort-verbose" "--cohort=infer --cohort-mps" \
+        "--cohort=infer --cohort-mps=threads=25" "--cohort=infer --cohort-mps=no"; do
+        # shellcheck disable=SC2086
+        launch "$how" "$tmp/opt" $opts
+        want_pipe=0 want_threads=0 want_verbose=0
+        case $opts in *--cohort-mps | *--cohort-mps=threads*) want_pipe=2 ;; esac
+        case $opts in *threads=25) want_threads=2 ;; esac
+        case $opts in *verbose) want_verbose=2 ;; esac
+        errors=$(grep -v '^cohort: \(rank \|note: \)\|^salloc: \|^srun: job [0-9]* queued' "$tmp/opt.err" 2>/dev/null | head -2)
+        [ "$(grep -c 'mode=infer ' "$tmp/opt")" = 2 ] &&
+            [ "$(grep -c 'pipe=/tmp/cohort-mps-' "$tmp/opt")" = $want_pipe ] &&
+            [ "$(grep -c 'threads=25$' "$tmp/opt")" = $want_threads ] &&
+            [ "$(grep -c '^cohort: rank ' "$tmp/opt.err")" = $want_verbose ] && [ -z "$errors" ]
+        ok $? "$how $opts: the tasks get what srun's would ($(tr '\n' ' ' <"$tmp/opt" | cut -c1-150)${errors:+; $errors})"
+    done
+done
+[ -z "$(left)" ]
+ok $? "after the sruns, sbatches and sallocs: no directory, no daemon left ($(left))"
+
 # --- scancel ----------------------------------------------------------------
 # The step's rank 0 says it is up through a FIFO; then scancel, srun's end,
 # and the end of the step's slurmstepd (which may report the step ended
