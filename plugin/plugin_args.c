@@ -136,10 +136,14 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
             rc = membind_parse(v, &out->membind, &e);
         else if (klen == 6 && strncmp(argv[i], "strict", 6) == 0)
             rc = yes_no("strict", v, &out->strict, &e);
-        else if ((rc = mps_key(argv[i], klen, v, out, &e)) == 1)
+        else if (klen == 6 && strncmp(argv[i], "secret", 6) == 0) {
+            out->secret_munge = !strcmp(v, "munge");
+            if (!out->secret_munge && strcmp(v, "random"))
+                rc = cohort_fail(&e, "'%s' is not random or munge", v);
+        } else if ((rc = mps_key(argv[i], klen, v, out, &e)) == 1)
             return cohort_fail(err,
                                "unknown argument '%.*s' (known: default, port_range, "
-                               "topology, topology_cache, membind, strict, mps, "
+                               "topology, topology_cache, membind, strict, secret, mps, "
                                "mps_threads, mps_mem, mps_control)",
                                (int)klen, argv[i]);
         if (rc)

@@ -31,6 +31,9 @@ struct plugin_args {
                                              "" = no cache of the plugin's own */
     enum membind_policy membind;          /* membind=bind|interleave|none */
     bool strict;                          /* strict=yes|no: internal errors fail tasks */
+    bool secret_munge;                    /* secret=random|munge: srun makes the step's
+                                             secret and Slurm carries it (random), or none
+                                             is made and the runtime asks munge (munge) */
     struct mps_args mps;                  /* mps=, mps_threads=, mps_mem= */
     char mps_control[4096];               /* mps_control=PATH of nvidia-cuda-mps-control
                                              ("" = /usr/bin, then /usr/local/cuda/bin) */

@@ -239,7 +239,10 @@ static void forward(const char *name, const char *fwd)
 
 /* srun, just before launch: the step's secret (never printed), the user's
  * COHORT_SECRET if set, else 64 random hex digits made once per srun; with
- * COHORT_MODE and COHORT_VERBOSE, for slurmstepd (see SRUN_SECRET). */
+ * COHORT_MODE and COHORT_VERBOSE, for slurmstepd (see SRUN_SECRET). Slurm
+ * carries it in the launch message, which munge signs but does not
+ * encrypt; under secret=munge there is none, and the runtime's bootstrap
+ * and coordinator authenticate through munge on every node instead. */
 int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 {
     static char made[65];
@@ -256,8 +259,8 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
     forward("COHORT_MODE", SRUN_MODE);
     forward("COHORT_VERBOSE", SRUN_VERBOSE);
     forward("COHORT_MPS", SRUN_MPS);
-    if (effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF)
-        return 0;
+    if (effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF || args.secret_munge)
+        return 0; /* secret=munge: nothing secret in the launch message */
     const char *secret = getenv("COHORT_SECRET");
     if (!secret && !made[0]) {
         unsigned char raw[32];
@@ -458,7 +461,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     }
     if (mode == PLUGIN_MODE_OFF)
         goto out;
-    give_secret(sp, secret);
+    give_secret(sp, args.secret_munge ? NULL : secret);
     char *v = get_env(sp, "COHORT_VERBOSE");
     const char *vv = v ? v : srun_verbose;
     verbose = opt_verbose || (vv && strcmp(vv, "0") != 0 && *vv);

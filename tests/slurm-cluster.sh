@@ -347,6 +347,34 @@ rc=$?
 [ $rc = 0 ] && [ "$(grep -c "SLURM_CPU_BIND_LIST='0xZZ' is malformed.*runs without" "$tmp/badslurm.err")" = 2 ] &&
     [ "$(wc -l <"$tmp/badslurm.err")" = 2 ] && [ "$(grep -c 'RANK=-' "$tmp/badslurm")" = 2 ]
 ok $? "a malformed SLURM_CPU_BIND_LIST: one line per task naming it, the job runs untouched ($(head -1 "$tmp/badslurm.err"))"
+# --- plugstack secret=munge: no secret in the launch message; the tasks'
+# bootstrap and work coordinator authenticate through munge --------------
+plugstack default=env membind=bind secret=munge
+msock=$("$cluster" munge-socket "$dir")
+run "$tmp/sec-munge" srun -N2 --ntasks-per-node=2 --cohort=train /bin/sh "$work/secret.sh"
+[ "$(grep -c ' set= len=0 .* mode=train srun_vars=0$' "$tmp/sec-munge")" = 4 ]
+ok $? "secret=munge: srun --cohort=train makes no secret, no task has one, nothing of it in the tasks ($(seen "$tmp/sec-munge"))"
+run "$tmp/sec-munge-boot" srun -N3 --ntasks-per-node=2 --cohort=train \
+    --export=ALL,COHORT_MUNGE_SOCKET="$msock" "$boot"
+[ "$(grep -c ': ok via tcp$' "$tmp/sec-munge-boot")" = 6 ]
+ok $? "secret=munge: libcohort authenticates through munge across 3 hosts in train mode ($(grep -m1 FAIL "$tmp/sec-munge-boot"; head -c 200 "$tmp/sec-munge-boot.err"))"
+mkdir -p "$work/wq-munge"
+run "$tmp/sec-munge-wq" srun -N2 --ntasks-per-node=2 --cohort=infer \
+    --export=ALL,COHORT_MUNGE_SOCKET="$msock",COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord",COHORT_TEST_OUT="$work/wq-munge",COHORT_TEST_ITEMS=400,COHORT_TEST_CAP=8 \
+    "$worker"
+cat "$work/wq-munge"/committed.* 2>/dev/null | sort -n >"$tmp/wq-munge.ids"
+[ "$(grep -c ': ok ' "$tmp/sec-munge-wq")" = 4 ] && [ -z "$(uniq -d "$tmp/wq-munge.ids")" ] &&
+    [ "$(uniq "$tmp/wq-munge.ids" | wc -l)" = 400 ]
+ok $? "secret=munge: a work queue on 2 hosts x 2 workers, its coordinator under munge: 400 items, each once ($(uniq "$tmp/wq-munge.ids" | wc -l) distinct$(grep -m1 '^cohort' "$tmp/sec-munge-wq.err" | cut -c1-200 | sed 's/^/; /'))"
+COHORT_SECRET=$user run "$tmp/sec-munge-user" srun -N2 -n2 --cohort=env --export=NONE /bin/sh "$work/secret.sh"
+[ "$(grep -c ' set= len=0 ' "$tmp/sec-munge-user")" = 2 ]
+ok $? "secret=munge: srun does not carry even the user's COHORT_SECRET (only --export could) ($(seen "$tmp/sec-munge-user"))"
+plugstack default=env membind=bind secret=plain
+run "$tmp/sec-bad" srun -N1 -n1 --cohort=train "$probe" RANK
+rc=$?
+[ $rc = 0 ] && grep -q "secret=plain.*not random or munge.*cohort is disabled" "$tmp/sec-bad.err"
+ok $? "a bad secret= value: one line naming it, cohort disabled, the job runs ($(head -1 "$tmp/sec-bad.err"))"
+
 plugstack default=env colour=blue
 run "$tmp/badarg" srun -N2 -n2 --cohort=train "$probe" RANK
 rc=$?

@@ -26,6 +26,13 @@ int main(void)
            strcmp(a.topology, "/etc/cohort/node.xml") == 0 && a.membind == MEMBIND_INTERLEAVE,
        "topology= and membind=");
     ok(parse("strict=yes", NULL, &a, &err) == 0 && a.strict, "strict=yes");
+    ok(parse(NULL, NULL, &a, &err) == 0 && !a.secret_munge, "secret: random by default");
+    ok(parse("secret=munge", NULL, &a, &err) == 0 && a.secret_munge, "secret=munge");
+    ok(parse("secret=munge", "secret=random", &a, &err) == 0 && !a.secret_munge,
+       "secret=random after munge: the last wins");
+    ok(parse("secret=plain", NULL, &a, &err) < 0 && strstr(err.msg, "secret=plain") &&
+           strstr(err.msg, "random or munge"),
+       "bad secret named with the choices: %s", err.msg);
     ok(parse("defualt=env", NULL, &a, &err) < 0 && strstr(err.msg, "unknown argument 'defualt'"),
        "unknown key named: %s", err.msg);
     ok(parse("default=fast", NULL, &a, &err) < 0 && strstr(err.msg, "default=fast") &&
