@@ -23,6 +23,7 @@ runtime_planner_libcohort_planner_la_SOURCES = \
 	runtime/planner/topology.c runtime/planner/topology.h \
 	runtime/planner/cpu_share.c runtime/planner/cpu_share.h \
 	runtime/planner/plan.c runtime/planner/plan.h \
+	runtime/planner/plan_gpu.c runtime/planner/plan_gpu.h \
 	runtime/planner/plan_line.c runtime/planner/plan_line.h \
 	runtime/planner/mps_plan.c runtime/planner/mps_plan.h
 runtime_planner_libcohort_planner_la_LIBADD = runtime/planner/libcohort_planner_base.la \

@@ -1,5 +1,6 @@
-/* plan.c - GPU choice, CPU and memory locality, and the torchrun-style
- * environment of each task on a node (see plan.h). */
+/* plan.c - the plan of a node: its tasks' ids, CPU and memory locality
+ * and torchrun-style environment, in steps (network, GPUs by plan_gpu.h,
+ * each task, the CPUs, the rest); see plan.h. */
 #include "plan.h"
 
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 
 #include "cpu_mask_hwloc.h"
 #include "cpu_share.h"
+#include "plan_gpu.h"
 
 void policy_init(struct cohort_policy *p)
 {
@@ -88,136 +90,6 @@ const char *plan_gpu_pci(const struct cohort_topology *topo, const struct cohort
     return g->topo >= 0 ? topo->gpus[g->topo].pci_id : NULL;
 }
 
-/* --- GPUs ------------------------------------------------------------- */
-
-/* A unit is what one task is given: a group of GPUs (tasks <= GPUs) or one
- * GPU shared by up to `capacity` tasks (tasks > GPUs). */
-struct unit {
-    unsigned first, count;  /* slice of the ordered GPU list */
-    unsigned capacity, used;
-    hwloc_bitmap_t cpuset;  /* locality of its GPUs, NULL when unknown */
-};
-
-struct gpu_work {
-    struct cohort_task_gpu *gpus; /* the node's step GPUs, in unit order */
-    unsigned n;
-    struct unit *units;
-    unsigned n_units;
-    unsigned *task_unit;          /* per local task */
-};
-
-static hwloc_const_bitmap_t gpu_cpuset(const struct cohort_topology *topo,
-                                       const struct cohort_task_gpu *g)
-{
-    return g->topo >= 0 ? topo->gpus[g->topo].cpuset : NULL;
-}
-
-/* Reorders gpus so that GPUs with the same locality are adjacent, keeping
- * the first-seen order of localities and PCI order within each. */
-static void group_by_locality(const struct cohort_topology *topo,
-                              struct cohort_task_gpu *gpus, unsigned n)
-{
-    struct cohort_task_gpu *out = malloc(n * sizeof *out);
-    bool *taken = calloc(n, sizeof *taken);
-    if (!out || !taken) {
-        free(out);
-        free(taken);
-        return;
-    }
-    unsigned k = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (taken[i])
-            continue;
-        hwloc_const_bitmap_t ci = gpu_cpuset(topo, &gpus[i]);
-        for (unsigned j = i; j < n; j++) {
-            hwloc_const_bitmap_t cj = gpu_cpuset(topo, &gpus[j]);
-            bool same = (!ci && !cj) || (ci && cj && hwloc_bitmap_isequal(ci, cj));
-            if (!taken[j] && same) {
-                taken[j] = true;
-                out[k++] = gpus[j];
-            }
-        }
-    }
-    memcpy(gpus, out, n * sizeof *out);
-    free(out);
-    free(taken);
-}
-
-static void make_units(struct gpu_work *w, const struct cohort_topology *topo,
-                       uint32_t tasks)
-{
-    unsigned g = w->n;
-    if (tasks <= g) {
-        w->n_units = tasks;
-        for (unsigned u = 0, at = 0; u < tasks; u++) {
-            unsigned size = g / tasks + (u < g % tasks);
-            w->units[u] = (struct unit){at, size, 1, 0, NULL};
-            at += size;
-        }
-    } else {
-        w->n_units = g;
-        for (unsigned u = 0; u < g; u++)
-            w->units[u] = (struct unit){u, 1, tasks / g + (u < tasks % g), 0, NULL};
-    }
-    for (unsigned u = 0; u < w->n_units; u++) {
-        struct unit *un = &w->units[u];
-        for (unsigned i = un->first; i < un->first + un->count; i++) {
-            hwloc_const_bitmap_t c = gpu_cpuset(topo, &w->gpus[i]);
-            if (!c)
-                continue;
-            if (!un->cpuset)
-                un->cpuset = hwloc_bitmap_alloc();
-            hwloc_bitmap_or(un->cpuset, un->cpuset, c);
-        }
-    }
-}
-
-/* Tasks the user bound to CPUs take the free unit closest to those CPUs,
- * best overlap first across all of them; the others take free units in
- * order. */
-static void assign_units(struct gpu_work *w, hwloc_bitmap_t *bound_cpus, uint32_t tasks)
-{
-    hwloc_bitmap_t tmp = hwloc_bitmap_alloc();
-    bool *placed = calloc(tasks, sizeof *placed);
-    for (;;) {
-        int best_task = -1, best_unit = -1, best_overlap = -1;
-        for (uint32_t t = 0; placed && t < tasks; t++) {
-            hwloc_const_bitmap_t bound = bound_cpus ? bound_cpus[t] : NULL;
-            if (!bound || placed[t])
-                continue;
-            for (unsigned u = 0; u < w->n_units; u++) {
-                if (w->units[u].used == w->units[u].capacity)
-                    continue;
-                int overlap = 0;
-                if (w->units[u].cpuset) {
-                    hwloc_bitmap_and(tmp, w->units[u].cpuset, bound);
-                    overlap = hwloc_bitmap_weight(tmp);
-                }
-                if (overlap > best_overlap) {
-                    best_task = (int)t;
-                    best_unit = (int)u;
-                    best_overlap = overlap;
-                }
-            }
-        }
-        if (best_task < 0)
-            break;
-        placed[best_task] = true;
-        w->task_unit[best_task] = (unsigned)best_unit;
-        w->units[best_unit].used++;
-    }
-    hwloc_bitmap_free(tmp);
-    unsigned u = 0;
-    for (uint32_t t = 0; t < tasks; t++) {
-        if (placed && placed[t])
-            continue;
-        while (w->units[u].used == w->units[u].capacity)
-            u++;
-        w->task_unit[t] = u;
-        w->units[u].used++;
-    }
-    free(placed);
-}
 
 /* The user's CPU binding of the node's tasks as hwloc bitmaps (*out NULL
  * when the user gave none). Returns 0, or -1 when out of memory. */
@@ -236,36 +108,6 @@ static int bound_to_hwloc(const struct cohort_step *step, uint32_t tasks, hwloc_
     return 0;
 }
 
-static int collect_gpus(struct gpu_work *w, const struct cohort_step *step,
-                        const struct cohort_topology *topo, struct cohort_node_plan *p)
-{
-    w->n = step->gpus_given ? step->n_gpus : topo->n_gpus;
-    if (w->n == 0)
-        return 0;
-    w->gpus = calloc(w->n, sizeof *w->gpus);
-    if (!w->gpus)
-        return -1;
-    char unknown[256] = "";
-    for (unsigned i = 0; i < w->n; i++) {
-        struct cohort_task_gpu *g = &w->gpus[i];
-        if (step->gpus_given) {
-            g->gres = step->gpus[i];
-            g->cuda = step->gpu_cuda[i];
-            g->topo = (unsigned)g->gres < topo->n_gpus ? g->gres : -1;
-            size_t len = strlen(unknown);
-            if (g->topo < 0 && len < sizeof unknown - 16)
-                snprintf(unknown + len, sizeof unknown - len, "%s%d", len ? "," : "", g->gres);
-        } else {
-            *g = (struct cohort_task_gpu){(int)i, (int)i, (int)i};
-        }
-    }
-    if (unknown[0])
-        add_note(p,
-                 "GPU(s) %s of the step are not among the %u NVIDIA GPUs hwloc found; "
-                 "their locality is unknown",
-                 unknown, topo->n_gpus);
-    return 0;
-}
 
 /* --- CPUs and memory -------------------------------------------------- */
 
@@ -355,17 +197,6 @@ static int putf(struct cohort_task_plan *t, const struct envlist *task_env,
     return put(t, task_env, name, buf, false);
 }
 
-static char *join_cuda(const struct cohort_task_gpu *g, unsigned n)
-{
-    size_t cap = n * 12 + 1;
-    char *s = malloc(cap), *w = s;
-    if (!s)
-        return NULL;
-    *s = '\0';
-    for (unsigned i = 0; i < n; i++)
-        w += snprintf(w, cap - (size_t)(w - s), "%s%d", i ? "," : "", g[i].cuda);
-    return s;
-}
 
 static int task_env(struct cohort_task_plan *t, const struct cohort_node_plan *p,
                     const struct cohort_topology *topo, const struct cohort_step *step,
@@ -422,40 +253,105 @@ static int ports_for(const struct cohort_step *step, const struct cohort_policy 
     return 0;
 }
 
-static void visible_devices(struct cohort_node_plan *p, struct gpu_work *w)
+
+/* MASTER_ADDR, and the interface NCCL and Gloo should use to reach it. */
+static void plan_network(struct cohort_node_plan *p, const struct cohort_step *step,
+                         const struct cohort_policy *policy, const struct envlist *env)
 {
-    /* train: every GPU, the tasks' own GPUs first in local order, so that
-     * device LOCAL_RANK is the task's own; infer: the task's GPUs only. */
-    struct cohort_task_gpu *order = malloc(w->n * sizeof *order);
-    bool *used = calloc(w->n, sizeof *used);
-    unsigned k = 0;
-    if (!order || !used)
-        goto out;
-    for (uint32_t t = 0; t < p->n_tasks; t++) {
-        unsigned first = w->units[w->task_unit[t]].first;
-        if (!used[first]) {
-            used[first] = true;
-            order[k++] = w->gpus[first];
-        }
+    plan_master_addr(step, env, p->master_addr, sizeof p->master_addr);
+    if (policy->socket_ifname && policy->socket_ifname_loopback && step->num_nodes > 1)
+        add_note(p,
+                 "MASTER_ADDR %s is reached through the loopback interface %s here; "
+                 "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are left unset (give the "
+                 "host a non-loopback address in /etc/hosts or DNS)",
+                 p->master_addr, policy->socket_ifname);
+    else if (policy->socket_ifname && strlen(policy->socket_ifname) < sizeof p->socket_ifname)
+        snprintf(p->socket_ifname, sizeof p->socket_ifname, "%s", policy->socket_ifname);
+    else if (policy->socket_route_error)
+        add_note(p, "%s; NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are left unset",
+                 policy->socket_route_error);
+}
+
+/* The GPUs, with a note on those hwloc does not know and on tasks sharing
+ * GPUs in train mode. */
+static int plan_gpus(struct cohort_node_plan *p, struct plan_gpus *w,
+                     const struct cohort_step *step, const struct cohort_topology *topo,
+                     hwloc_bitmap_t *bound)
+{
+    char unknown[256];
+    if (plan_gpus_collect(w, step, topo, unknown, sizeof unknown) < 0 ||
+        plan_gpus_assign(w, topo, bound, p->n_tasks) < 0)
+        return -1;
+    if (unknown[0])
+        add_note(p,
+                 "GPU(s) %s of the step are not among the %u NVIDIA GPUs hwloc found; "
+                 "their locality is unknown",
+                 unknown, topo->n_gpus);
+    if (w->n && p->n_tasks > w->n && p->mode == COHORT_MODE_TRAIN)
+        add_note(p,
+                 "%u tasks share %u GPUs in train mode: LOCAL_RANK is not a CUDA "
+                 "device index for every task; each task's own GPU is listed first "
+                 "(use mode infer for several tasks per GPU)",
+                 p->n_tasks, w->n);
+    return 0;
+}
+
+/* Task t's ids, GPUs and where its CPUs should be: the user's binding, else
+ * (into *loc) the step's CPUs near its GPUs, else all the step's CPUs. */
+static int plan_task(struct cohort_node_plan *p, uint32_t t, const struct cohort_step *step,
+                     const struct cohort_topology *topo, const struct plan_gpus *w,
+                     hwloc_bitmap_t *bound, hwloc_const_bitmap_t allowed, hwloc_bitmap_t *loc)
+{
+    struct cohort_task_plan *tp = &p->tasks[t];
+    tp->rank = step->node_ranks[t];
+    tp->local_rank = t;
+    tp->node_rank = step->node_id;
+    tp->world_size = step->num_tasks;
+    tp->local_world_size = p->n_tasks;
+    tp->num_nodes = step->num_nodes;
+    tp->cuda_device = -1;
+    tp->cpuset = hwloc_bitmap_alloc();
+    tp->nodeset = hwloc_bitmap_alloc();
+    if (!tp->cpuset || !tp->nodeset || plan_gpus_give(w, topo, t, tp) < 0)
+        return -1;
+    if (bound) {
+        tp->cpus_from_user = true;
+        hwloc_bitmap_copy(tp->cpuset, bound[t]);
+        return 0;
     }
-    for (unsigned i = 0; i < w->n; i++)
-        if (!used[i])
-            order[k++] = w->gpus[i];
+    hwloc_const_bitmap_t near = w->n ? w->units[w->task_unit[t]].cpuset : NULL;
+    if (!(*loc = hwloc_bitmap_alloc()))
+        return -1;
+    if (near)
+        hwloc_bitmap_and(*loc, near, allowed);
+    if (hwloc_bitmap_iszero(*loc)) {
+        if (near)
+            add_note(p, "the CPUs near task %u's GPU are outside the step's CPUs; "
+                        "it gets a share of the step's CPUs instead",
+                     tp->rank);
+        hwloc_bitmap_copy(*loc, allowed);
+    }
+    return 0;
+}
+
+/* After the CPUs are placed: memory nodes, threads and the variables. */
+static int plan_finish(struct cohort_node_plan *p, const struct cohort_step *step,
+                       const struct cohort_topology *topo, const struct plan_gpus *w,
+                       const struct envlist *env, uint16_t master_port, uint16_t bootstrap_port)
+{
+    if (w->n && plan_gpus_visible(w, p) < 0)
+        return -1;
     for (uint32_t t = 0; t < p->n_tasks; t++) {
         struct cohort_task_plan *tp = &p->tasks[t];
-        tp->cuda_device = 0;
-        if (p->mode == COHORT_MODE_TRAIN) {
-            tp->cuda_visible_devices = join_cuda(order, k);
-            for (unsigned i = 0; i < k; i++)
-                if (order[i].gres == tp->gpus[0].gres)
-                    tp->cuda_device = (int)i;
-        } else {
-            tp->cuda_visible_devices = join_cuda(tp->gpus, tp->n_gpus);
-        }
+        tp->master_port = master_port;
+        tp->bootstrap_port = bootstrap_port;
+        if (hwloc_bitmap_iszero(tp->nodeset) || tp->cpus_from_user)
+            hwloc_cpuset_to_nodeset(topo->topo, tp->cpuset, tp->nodeset);
+        tp->omp_threads = cpu_share_cores(topo->topo, tp->cpuset);
+        if (task_env(tp, p, topo, step, env) < 0)
+            return -1;
     }
-out:
-    free(order);
-    free(used);
+    return 0;
 }
 
 int plan_node(const struct cohort_step *step, const struct cohort_topology *topo,
@@ -472,114 +368,36 @@ int plan_node(const struct cohort_step *step, const struct cohort_topology *topo
     p->mode = policy->mode;
     p->node_rank = step->node_id;
     p->n_tasks = n_tasks;
-    struct gpu_work w = {0};
-    hwloc_bitmap_t *loc = NULL;
-    hwloc_bitmap_t *bound = NULL; /* the user's binding per task, NULL: none */
+    p->bind = policy->bind;
+    struct plan_gpus w = {0};
+    hwloc_bitmap_t *loc = NULL, *bound = NULL; /* bound: the user's binding per task, or NULL */
     hwloc_bitmap_t step_cpus = NULL;
     hwloc_const_bitmap_t allowed = hwloc_topology_get_allowed_cpuset(topo->topo);
     uint16_t master_port, bootstrap_port;
     int rc = -1;
 
-    p->bind = policy->bind;
-    plan_master_addr(step, env, p->master_addr, sizeof p->master_addr);
-    if (policy->socket_ifname && policy->socket_ifname_loopback && step->num_nodes > 1)
-        add_note(p,
-                 "MASTER_ADDR %s is reached through the loopback interface %s here; "
-                 "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are left unset (give the "
-                 "host a non-loopback address in /etc/hosts or DNS)",
-                 p->master_addr, policy->socket_ifname);
-    else if (policy->socket_ifname && strlen(policy->socket_ifname) < sizeof p->socket_ifname)
-        snprintf(p->socket_ifname, sizeof p->socket_ifname, "%s", policy->socket_ifname);
-    else if (policy->socket_route_error)
-        add_note(p, "%s; NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME are left unset",
-                 policy->socket_route_error);
+    plan_network(p, step, policy, env);
     if (ports_for(step, policy, env, &master_port, &bootstrap_port, err) < 0)
         goto fail;
-
     p->tasks = calloc(p->n_tasks, sizeof *p->tasks);
     loc = calloc(p->n_tasks, sizeof *loc);
     if (!p->tasks || !loc || bound_to_hwloc(step, n_tasks, &bound) < 0 ||
-        collect_gpus(&w, step, topo, p) < 0)
+        plan_gpus(p, &w, step, topo, bound) < 0)
         goto oom;
     if (!cpu_mask_is_empty(&step->allowed_cpus)) {
         if (!(step_cpus = cpu_mask_to_hwloc(&step->allowed_cpus)))
             goto oom;
         allowed = step_cpus;
     }
-    if (w.n) {
-        if (p->n_tasks < w.n)
-            group_by_locality(topo, w.gpus, w.n);
-        w.units = calloc(w.n > p->n_tasks ? w.n : p->n_tasks, sizeof *w.units);
-        w.task_unit = calloc(p->n_tasks, sizeof *w.task_unit);
-        if (!w.units || !w.task_unit)
+    for (uint32_t t = 0; t < p->n_tasks; t++)
+        if (plan_task(p, t, step, topo, &w, bound, allowed, &loc[t]) < 0)
             goto oom;
-        make_units(&w, topo, p->n_tasks);
-        assign_units(&w, bound, p->n_tasks);
-        if (p->n_tasks > w.n && p->mode == COHORT_MODE_TRAIN)
-            add_note(p,
-                     "%u tasks share %u GPUs in train mode: LOCAL_RANK is not a CUDA "
-                     "device index for every task; each task's own GPU is listed first "
-                     "(use mode infer for several tasks per GPU)",
-                     p->n_tasks, w.n);
-    }
-
-    for (uint32_t t = 0; t < p->n_tasks; t++) {
-        struct cohort_task_plan *tp = &p->tasks[t];
-        tp->rank = step->node_ranks[t];
-        tp->local_rank = t;
-        tp->node_rank = step->node_id;
-        tp->world_size = step->num_tasks;
-        tp->local_world_size = p->n_tasks;
-        tp->num_nodes = step->num_nodes;
-        tp->master_port = master_port;
-        tp->cuda_device = -1;
-        tp->bootstrap_port = bootstrap_port;
-        tp->cpuset = hwloc_bitmap_alloc();
-        tp->nodeset = hwloc_bitmap_alloc();
-        if (!tp->cpuset || !tp->nodeset)
-            goto oom;
-        if (w.n) {
-            struct unit *u = &w.units[w.task_unit[t]];
-            tp->n_gpus = u->count;
-            tp->gpus = malloc(u->count * sizeof *tp->gpus);
-            if (!tp->gpus)
-                goto oom;
-            memcpy(tp->gpus, &w.gpus[u->first], u->count * sizeof *tp->gpus);
-            for (unsigned i = 0; i < u->count; i++)
-                if (tp->gpus[i].topo >= 0)
-                    hwloc_bitmap_or(tp->nodeset, tp->nodeset,
-                                    topo->gpus[tp->gpus[i].topo].nodeset);
-        }
-        if (bound) {
-            tp->cpus_from_user = true;
-            hwloc_bitmap_copy(tp->cpuset, bound[t]);
-            continue;
-        }
-        loc[t] = hwloc_bitmap_alloc();
-        if (w.n && w.units[w.task_unit[t]].cpuset)
-            hwloc_bitmap_and(loc[t], w.units[w.task_unit[t]].cpuset, allowed);
-        if (hwloc_bitmap_iszero(loc[t])) {
-            if (w.n && w.units[w.task_unit[t]].cpuset)
-                add_note(p, "the CPUs near task %u's GPU are outside the step's CPUs; "
-                            "it gets a share of the step's CPUs instead",
-                         tp->rank);
-            hwloc_bitmap_copy(loc[t], allowed);
-        }
-    }
     if (place_cpus(p, topo, loc) < 0) {
         cohort_fail(err, "the step's CPUs hold no processing unit of the topology");
         goto fail;
     }
-    if (w.n)
-        visible_devices(p, &w);
-    for (uint32_t t = 0; t < p->n_tasks; t++) {
-        struct cohort_task_plan *tp = &p->tasks[t];
-        if (hwloc_bitmap_iszero(tp->nodeset) || tp->cpus_from_user)
-            hwloc_cpuset_to_nodeset(topo->topo, tp->cpuset, tp->nodeset);
-        tp->omp_threads = cpu_share_cores(topo->topo, tp->cpuset);
-        if ((w.n && !tp->cuda_visible_devices) || task_env(tp, p, topo, step, env) < 0)
-            goto oom;
-    }
+    if (plan_finish(p, step, topo, &w, env, master_port, bootstrap_port) < 0)
+        goto oom;
     rc = 0;
     *out = p;
     goto done;
@@ -595,10 +413,6 @@ done:
         hwloc_bitmap_free(bound[t]);
     free(bound);
     hwloc_bitmap_free(step_cpus);
-    for (unsigned u = 0; w.units && u < w.n_units; u++)
-        hwloc_bitmap_free(w.units[u].cpuset);
-    free(w.units);
-    free(w.task_unit);
-    free(w.gpus);
+    plan_gpus_free(&w);
     return rc;
 }
