@@ -5,7 +5,8 @@
 ## cohort-work-coord, runtime/work/local.mk).
 noinst_LTLIBRARIES += runtime/streams/libcohort_place.la
 runtime_streams_libcohort_place_la_SOURCES = runtime/streams/place.h \
-	runtime/streams/place_private.h runtime/streams/place.c runtime/streams/place_ring.c \
+	runtime/streams/place_private.h runtime/streams/place.c runtime/streams/place_own.c \
+	runtime/streams/place_ring.c \
 	runtime/streams/place_move.c
 runtime_streams_libcohort_place_la_LIBADD = -lm
 

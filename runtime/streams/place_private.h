@@ -1,7 +1,8 @@
-/* place_private.h - the stream placement's state (place.h), shared by
- * place.c (streams, ownership, the calls), place_move.c (joins, deaths,
- * leases, bounds and shedding) and place_ring.c (the ring, the
- * preference walk, the choice of a worker). */
+/* place_private.h - the stream placement's state (place.h), shared by its
+ * modules, each calling only those after it: place.c (the calls),
+ * place_move.c (joins, deaths, leases, bounds and shedding), place_own.c
+ * (the streams by key, their ownership and epochs, the actions) and
+ * place_ring.c (the ring, the preference walk, the choice of a worker). */
 #ifndef COHORT_PLACE_PRIVATE_H
 #define COHORT_PLACE_PRIVATE_H
 
@@ -61,9 +62,10 @@ struct place {
     size_t nacts, capacts;
 };
 
-/* place.c */
-uint64_t place_hash(const char *key);
+/* place_own.c */
 struct stream *place_find(const struct place *p, const char *key);
+/* A new stream, unplaced, in the table; NULL when out of memory. */
+struct stream *place_insert(struct place *p, const char *key, double cost);
 /* Records an action; -1 when out of memory. */
 int place_act(struct place *p, enum place_act_type t, uint32_t w, uint64_t epoch,
               const char *key);
@@ -77,10 +79,13 @@ int place_handoff(struct place *p, struct stream *s, int32_t exclude);
 void place_forget(struct place *p, struct stream *s);
 /* Where s's cost counts: its owner, its target, or -1. */
 int32_t place_counted(const struct stream *s);
+/* Moves s's cost from where it counted (before) to where it counts now. */
+void place_recount(struct place *p, const struct stream *s, int32_t before);
 
 #define PLACE_MAX_POINTS_FACTOR 16 /* a worker's ring points: at most this x vnodes */
 
 /* place_ring.c */
+uint64_t place_hash(const char *key);
 int place_ring_build(struct place *p);
 /* The first live worker of the preference list of hash, or -1. */
 int32_t place_first(const struct place *p, uint64_t hash);
