@@ -1,5 +1,5 @@
 /* sched.c - the scheduler's queue of ranges, its small containers (growth,
- * the ring of segments, sorted range sets), creation, resume from a
+ * the ring of segments, sorted range sets, a worker's leases), creation, resume from a
  * journal's committed ids, and the status and report counters (see
  * work_sched.h). */
 #include "sched_private.h"
@@ -296,4 +296,67 @@ const struct sched_aside *sched_set_aside(const struct sched *s, size_t *n)
 {
     *n = s->naside;
     return s->aside;
+}
+
+/* ---- a worker's leases ---- */
+
+struct lease *lease_find(const struct worker *wk, uint64_t id, size_t *si)
+{
+    for (size_t li = 0; li < wk->nlease; li++) {
+        struct lease *l = &wk->leases[li];
+        size_t a = 0, b = l->nseg;
+        while (a < b) { /* the first segment ending after id */
+            size_t m = a + (b - a) / 2;
+            if (l->segs[m].hi <= id)
+                a = m + 1;
+            else
+                b = m;
+        }
+        if (a < l->nseg && l->segs[a].lo <= id) {
+            *si = a;
+            return l;
+        }
+    }
+    return NULL;
+}
+
+struct lease *lease_new(struct sched *s, unsigned wi, int64_t now)
+{
+    struct worker *wk = &s->w[wi];
+    if (wk->nlease == wk->caplease) {
+        size_t old = wk->caplease;
+        if (grow((void **)&wk->leases, &wk->caplease, old + 1, sizeof *wk->leases) < 0)
+            return NULL;
+        memset(&wk->leases[old], 0, (wk->caplease - old) * sizeof *wk->leases);
+    }
+    struct lease *l = &wk->leases[wk->nlease];
+    l->nseg = 0;
+    l->granted = now;
+    l->deadline = sched_deadline(s, now);
+    return l;
+}
+
+void lease_granted(struct sched *s, unsigned wi, struct lease *l, int64_t now)
+{
+    struct worker *wk = &s->w[wi];
+    if (wk->nlease == 0)
+        wk->busy_since = now;
+    wk->nlease++;
+    l->size = l->held = 0;
+    for (size_t i = 0; i < l->nseg; i++)
+        l->size += seg_len(&l->segs[i]);
+    l->held = l->size;
+    if (l->deadline < s->next_deadline)
+        s->next_deadline = l->deadline;
+    wk->st.leases++;
+    wk->st.leased += l->size;
+}
+
+void lease_drop(struct worker *wk, struct lease *l)
+{
+    struct lease *last = &wk->leases[wk->nlease - 1];
+    struct lease t = *l;
+    *l = *last;
+    *last = t; /* keeps its segment buffer for the next lease */
+    wk->nlease--;
 }

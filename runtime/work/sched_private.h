@@ -1,7 +1,8 @@
 /* sched_private.h - the scheduler's structures, shared by its files:
- * sched.c (queue, creation, resume, status), sched_lease.c (sizes, grants,
- * speculation), sched_return.c (commit, fail, expiry, loss),
- * sched_check.c (invariants). Nothing outside runtime/work includes it. */
+ * sched.c (queue, containers, a worker's leases, creation, resume,
+ * status), sched_return.c (commit, fail, expiry, loss), sched_lease.c
+ * (sizes, grants, speculation), sched_check.c (invariants); each calls
+ * only those before it. Nothing outside runtime/work includes it. */
 #ifndef COHORT_SCHED_PRIVATE_H
 #define COHORT_SCHED_PRIVATE_H
 
@@ -103,10 +104,7 @@ int sched_worker_ok(struct sched *s, unsigned w, struct cohort_err *err);
 void sched_set_rate(struct sched *s, struct worker *wk, double rate);
 void sched_deactivate(struct sched *s, struct worker *wk);
 
-/* sched_return.c: what sched_lease needs */
-int sched_expire(struct sched *s, int64_t now, struct cohort_err *err);
-
-/* sched_lease.c */
+/* sched.c: a worker's leases */
 /* The lease of wk holding id and the segment's index, or NULL. */
 struct lease *lease_find(const struct worker *wk, uint64_t id, size_t *si);
 /* A fresh lease slot of worker wi, or NULL when out of memory. */
@@ -114,5 +112,8 @@ struct lease *lease_new(struct sched *s, unsigned wi, int64_t now);
 /* Adds the lease's deadline to the bounds and the counters of worker wi. */
 void lease_granted(struct sched *s, unsigned wi, struct lease *l, int64_t now);
 void lease_drop(struct worker *wk, struct lease *l);
+
+/* sched_return.c: what sched_lease.c needs */
+int sched_expire(struct sched *s, int64_t now, struct cohort_err *err);
 
 #endif
