@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, NamedTuple, Optional, Uni
 from . import _lib, errors
 
 if TYPE_CHECKING:
-    from ._core import Cohort
+    from ._session import Session
 
 KEY_MAX = 255
 
@@ -91,7 +91,7 @@ class Streams(_lib.Scoped):
     streams and is told Revoke when it calls again.
     """
 
-    def __init__(self, cohort: "Cohort", name: str, capacity: float, epsilon: Optional[float],
+    def __init__(self, cohort: "Session", name: str, capacity: float, epsilon: Optional[float],
                  lease_timeout: Optional[float], shed_after: Optional[float]) -> None:
         problem: Optional[errors.UsageError] = None
         try:

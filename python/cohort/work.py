@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Generator, Iterator, List, NamedTuple, Op
 from . import _lib, errors
 
 if TYPE_CHECKING:
-    from ._core import Cohort
+    from ._session import Session
 
 DEFAULT_CAP = 256
 MAX_CAP = 1 << 20
@@ -62,7 +62,7 @@ class Work(_lib.Scoped):
     to the others.
     """
 
-    def __init__(self, cohort: "Cohort", name: str, n: int, journal: Optional[str],
+    def __init__(self, cohort: "Session", name: str, n: int, journal: Optional[str],
                  lease_timeout: Optional[float], max_attempts: Optional[int],
                  cap: Optional[int]) -> None:
         problem: Optional[errors.UsageError] = None
