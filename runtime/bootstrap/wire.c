@@ -18,6 +18,17 @@ uint32_t wire_get32(const uint8_t *p)
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+void wire_put64(uint8_t *p, uint64_t v)
+{
+    wire_put32(p, (uint32_t)(v >> 32));
+    wire_put32(p + 4, (uint32_t)v);
+}
+
+uint64_t wire_get64(const uint8_t *p)
+{
+    return (uint64_t)wire_get32(p) << 32 | wire_get32(p + 4);
+}
+
 void wire_header(uint8_t out[WIRE_HEADER_LEN], enum wire_type type, uint16_t flags,
                  uint32_t rank, uint32_t len)
 {

@@ -62,8 +62,11 @@ uint32_t wire_abort_encode(const struct cohort_err *why, uint8_t out[WIRE_ABORT_
  * bytes). Returns 0, or -1 when it holds no code or one out of range. */
 int wire_abort_decode(const uint8_t *p, uint32_t len, struct cohort_err *why);
 
-/* Big-endian u32s, the byte order of everything the bootstrap sends. */
+/* Big-endian u32s and u64s, the byte order of everything sent on cohort's
+ * connections. */
 void wire_put32(uint8_t *p, uint32_t v);
 uint32_t wire_get32(const uint8_t *p);
+void wire_put64(uint8_t *p, uint64_t v);
+uint64_t wire_get64(const uint8_t *p);
 
 #endif

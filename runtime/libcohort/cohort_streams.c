@@ -14,6 +14,7 @@
 #include "cohort_internal.h"
 #include "cohort_streams.h"
 #include "streams_msg.h"
+#include "wire.h"
 #include "work_msg.h"
 
 #define NAME_MAX_LEN 128
@@ -47,7 +48,7 @@ struct args {
 static void args_put(const struct args *a, uint8_t *p)
 {
     p[0] = a->bad;
-    work_put64(p + 1, a->epsilon_bits);
+    wire_put64(p + 1, a->epsilon_bits);
     wire_put32(p + 9, a->lease_s);
     wire_put32(p + 13, a->shed_s);
     memcpy(p + 17, a->name, NAME_MAX_LEN + 1);
@@ -57,7 +58,7 @@ static void args_put(const struct args *a, uint8_t *p)
 static void args_get(const uint8_t *p, struct args *a)
 {
     a->bad = p[0];
-    a->epsilon_bits = work_get64(p + 1);
+    a->epsilon_bits = wire_get64(p + 1);
     a->lease_s = wire_get32(p + 9);
     a->shed_s = wire_get32(p + 13);
     memcpy(a->name, p + 17, NAME_MAX_LEN + 1);
@@ -246,7 +247,7 @@ static int exchange(struct cohort_streams *s, const char *func, enum streams_op 
          * set has, a remove of one it has not, a late release) */
     } else if (answer == STREAMS_TOTALS && totals && f.len == STREAMS_TOTALS_LEN) {
         for (int i = 0; i < 5; i++)
-            totals[i] = work_get64(f.payload + 8 * i);
+            totals[i] = wire_get64(f.payload + 8 * i);
     } else {
         answer = gone(s, func, COHORT_ERR_NETWORK, "answered with an unknown operation "
                       "(another cohort version?)");

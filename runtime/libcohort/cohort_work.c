@@ -36,7 +36,7 @@ static void args_put(const struct args *a, uint8_t *p)
     p += SHA256_DIGEST_SIZE;
     wire_put32(p, a->lease_timeout_s);
     wire_put32(p + 4, a->max_attempts);
-    work_put64(p + 8, a->n_items);
+    wire_put64(p + 8, a->n_items);
     memcpy(p + 16, a->name, WORK_NAME_MAX + 1);
     memcpy(p + 16 + WORK_NAME_MAX + 1, a->why, WHY_MAX);
 }
@@ -48,7 +48,7 @@ static void args_get(const uint8_t *p, struct args *a)
     p += SHA256_DIGEST_SIZE;
     a->lease_timeout_s = wire_get32(p);
     a->max_attempts = wire_get32(p + 4);
-    a->n_items = work_get64(p + 8);
+    a->n_items = wire_get64(p + 8);
     memcpy(a->name, p + 16, WORK_NAME_MAX + 1);
     a->name[WORK_NAME_MAX] = 0;
     memcpy(a->why, p + 16 + WORK_NAME_MAX + 1, WHY_MAX);

@@ -126,7 +126,7 @@ long cohort_work_lease(struct cohort_work *w, uint64_t *ids, size_t cap)
                                         "cohort: %s: ids is NULL or cap is 0", func)
                  : -1;
     uint8_t b[8];
-    work_put64(b, cap > WORK_LEASE_MAX ? WORK_LEASE_MAX : cap);
+    wire_put64(b, cap > WORK_LEASE_MAX ? WORK_LEASE_MAX : cap);
     for (;;) {
         struct wire_frame f;
         if (work_call(w, func, WORK_LEASE, b, sizeof b, &f) < 0)

@@ -126,7 +126,7 @@ static void totals(struct scoord *sc, uint32_t r)
     uint64_t v[5] = {st.streams, st.moving, st.unplaced, st.moves, st.workers};
     uint8_t b[STREAMS_TOTALS_LEN];
     for (int i = 0; i < 5; i++)
-        work_put64(b + 8 * i, v[i]);
+        wire_put64(b + 8 * i, v[i]);
     send_to(sc, r, STREAMS_TOTALS, b, sizeof b);
 }
 

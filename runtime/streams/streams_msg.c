@@ -3,12 +3,12 @@
 
 #include <string.h>
 
-#include "work_msg.h"
+#include "wire.h"
 
 uint32_t streams_msg_put(uint8_t *out, uint64_t head, const char *key)
 {
     size_t n = strnlen(key, STREAMS_KEY_MAX);
-    work_put64(out, head);
+    wire_put64(out, head);
     memcpy(out + 8, key, n);
     return (uint32_t)(8 + n);
 }
@@ -22,7 +22,7 @@ int streams_msg_get(const uint8_t *p, uint32_t len, int with_key, uint64_t *head
                                     : "a head of 8 bytes expected");
     if (memchr(p + 8, 0, len - 8))
         return cohort_fail(err, "a stream key with a NUL byte");
-    *head = work_get64(p);
+    *head = wire_get64(p);
     memcpy(key, p + 8, len - 8);
     key[len - 8] = 0;
     return 0;

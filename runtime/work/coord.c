@@ -198,7 +198,7 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
     struct cohort_err e;
     switch (f->flags) {
     case WORK_LEASE:
-        w->cap = f->len == 8 ? work_get64(f->payload) : 0;
+        w->cap = f->len == 8 ? wire_get64(f->payload) : 0;
         lease(co, rank, now);
         break;
     case WORK_COMMIT:

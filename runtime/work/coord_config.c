@@ -51,13 +51,13 @@ static void write_all(struct writer *w, const struct coord_config *c)
     for (uint32_t r = 0; r < c->size; r++)
         put32(w, c->rank_node[r]);
     put(w, c->view, sizeof c->view);
-    work_put64(b8, c->n_items);
+    wire_put64(b8, c->n_items);
     put(w, b8, 8);
     put32(w, c->lease_timeout_s);
     put32(w, c->max_attempts);
     uint64_t eps;
     memcpy(&eps, &c->epsilon, 8);
-    work_put64(b8, eps);
+    wire_put64(b8, eps);
     put(w, b8, 8);
     put32(w, c->shed_after_ms);
     put32(w, c->join_timeout_s);
@@ -142,11 +142,11 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     if (v)
         memcpy(c->view, v, sizeof c->view);
     const uint8_t *n = take(&r, 8);
-    c->n_items = n ? work_get64(n) : 0;
+    c->n_items = n ? wire_get64(n) : 0;
     c->lease_timeout_s = take32(&r);
     c->max_attempts = take32(&r);
     const uint8_t *e = take(&r, 8);
-    uint64_t eps = e ? work_get64(e) : 0;
+    uint64_t eps = e ? wire_get64(e) : 0;
     memcpy(&c->epsilon, &eps, 8);
     c->shed_after_ms = take32(&r);
     c->join_timeout_s = take32(&r);

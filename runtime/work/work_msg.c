@@ -2,19 +2,7 @@
  * (work_msg.h). */
 #include "work_msg.h"
 
-void work_put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-uint64_t work_get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
+#include "wire.h"
 
 size_t work_span_count(const uint64_t *ids, size_t n)
 {
@@ -31,8 +19,8 @@ void work_spans_put(const uint64_t *ids, size_t n, uint8_t *out)
         size_t j = i + 1;
         while (j < n && ids[j] == ids[j - 1] + 1)
             j++;
-        work_put64(out, ids[i]);
-        work_put64(out + 8, ids[j - 1] + 1);
+        wire_put64(out, ids[i]);
+        wire_put64(out + 8, ids[j - 1] + 1);
         out += WORK_SPAN_LEN;
         i = j;
     }
@@ -45,7 +33,7 @@ int work_spans_check(const uint8_t *p, uint32_t len, uint64_t n_items, uint64_t 
     if (len % WORK_SPAN_LEN)
         return cohort_fail(err, "a list of ids of %u bytes, not whole spans", len);
     for (uint32_t off = 0; off < len; off += WORK_SPAN_LEN) {
-        uint64_t lo = work_get64(p + off), hi = work_get64(p + off + 8);
+        uint64_t lo = wire_get64(p + off), hi = wire_get64(p + off + 8);
         if (lo >= hi || hi > n_items)
             return cohort_fail(err, "ids %llu..%llu are not ids of this queue (0..%llu)",
                                (unsigned long long)lo, (unsigned long long)hi - 1,
@@ -60,7 +48,7 @@ int work_spans_check(const uint8_t *p, uint32_t len, uint64_t n_items, uint64_t 
 void work_spans_ids(const uint8_t *p, uint32_t len, uint64_t *ids)
 {
     for (uint32_t off = 0; off < len; off += WORK_SPAN_LEN)
-        for (uint64_t id = work_get64(p + off), hi = work_get64(p + off + 8); id < hi; id++)
+        for (uint64_t id = wire_get64(p + off), hi = wire_get64(p + off + 8); id < hi; id++)
             *ids++ = id;
 }
 
@@ -68,13 +56,13 @@ void work_spans_ids(const uint8_t *p, uint32_t len, uint64_t *ids)
 static void put_all(uint8_t *out, const uint64_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        work_put64(out + 8 * i, v[i]);
+        wire_put64(out + 8 * i, v[i]);
 }
 
 static void get_all(const uint8_t *in, uint64_t *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        v[i] = work_get64(in + 8 * i);
+        v[i] = wire_get64(in + 8 * i);
 }
 
 void work_totals_put(const struct work_totals *t, uint8_t out[WORK_TOTALS_LEN])

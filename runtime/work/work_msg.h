@@ -56,9 +56,6 @@ struct work_verdict {
 };
 #define WORK_VERDICT_LEN 40
 
-void work_put64(uint8_t *p, uint64_t v);
-uint64_t work_get64(const uint8_t *p);
-
 /* The number of spans the n ids form (runs of consecutive ids). */
 size_t work_span_count(const uint64_t *ids, size_t n);
 /* Writes the spans of ids into out (work_span_count(ids, n) * WORK_SPAN_LEN

@@ -28,13 +28,13 @@ static void spans(void)
            strstr(e.msg, "not ids of this queue"),
        "id 100 of a queue of 100 is refused (%s)", e.msg);
     ok(work_spans_check(b, 17, 101, &count, &e) < 0, "17 bytes are not whole spans (%s)", e.msg);
-    work_put64(b, 8);
-    work_put64(b + 8, 8);
+    wire_put64(b, 8);
+    wire_put64(b + 8, 8);
     ok(work_spans_check(b, WORK_SPAN_LEN, 101, &count, &e) < 0, "an empty span is refused");
-    work_put64(b, 0);
-    work_put64(b + 8, UINT64_MAX);
-    work_put64(b + 16, 0);
-    work_put64(b + 24, UINT64_MAX);
+    wire_put64(b, 0);
+    wire_put64(b + 8, UINT64_MAX);
+    wire_put64(b + 16, 0);
+    wire_put64(b + 24, UINT64_MAX);
     ok(work_spans_check(b, 2 * WORK_SPAN_LEN, UINT64_MAX, &count, &e) < 0,
        "spans that hold more than 2^64 ids are refused (%s)", e.msg);
 }
