@@ -5,7 +5,8 @@
 # (rank 0 too) over many rounds; a SIGSTOPped worker's items finished
 # elsewhere and its late commit refused; the coordinator SIGKILLed and the
 # step rerun over the journal, over many rounds; a SIGSTOPped coordinator
-# given up at the deadline; bad input, one line on
+# given up at the deadline; a coordinator holding another secret, named as
+# the work coordinator by the ranks that meet it; bad input, one line on
 # every rank. WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default
 # 50) set the rounds. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
@@ -150,6 +151,25 @@ chmod +x "$tmp/gone-coord"
 run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/gone-coord" COHORT_TIMEOUT=60
 [ "$(grep -c "FAIL: cohort: cohort_work_open: cannot reach the work coordinator rank 0 started (gone?): the work coordinator of queue 'q' (.*) refused the connection: it was listening, so it is gone" "$tmp/out")" = 4 ]
 ok $? "the coordinator gone before the ranks dial it: every rank fails at once naming it, not at the deadline ($(summary))"
+
+# --- a coordinator of another secret on the port ---------------------------------
+# A stand-in that runs the real coordinator with the step's start record but
+# another secret (its 32 bytes follow the record's magic, kind and key kind):
+# every rank is a stranger to that coordinator, and fails at once naming the
+# work coordinator it expected there, not the bootstrap root.
+cat >"$tmp/other-coord" <<EOF2
+#!/bin/sh
+echo \$\$ >"$tmp/other.pid"
+python3 -c 'import sys; r = bytearray(sys.stdin.buffer.read()); r[12] ^= 1; sys.stdout.buffer.write(r)' >"$tmp/record"
+exec "$COHORT_WORK_COORD" <"$tmp/record"
+EOF2
+chmod +x "$tmp/other-coord"
+rm -f "$tmp/other.pid"
+run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/other-coord" COHORT_TIMEOUT=60
+[ -s "$tmp/other.pid" ] && kill -KILL "$(cat "$tmp/other.pid")" 2>/dev/null
+rm -f "$tmp/record"
+[ "$(grep -c "FAIL: cohort: cohort_work_open: .*: port [0-9]* answered, but not as this step's work coordinator (its challenge was not made with this task's COHORT_SECRET: different secrets?)" "$tmp/out")" = 4 ]
+ok $? "a coordinator holding another secret: every rank is a stranger to it and fails at once naming the work coordinator it expected ($(summary))"
 
 # --- the example -----------------------------------------------------------
 "$spawn" 8 2 -- "$COHORT_BUILDDIR/examples/work_queue" 400 1 >"$tmp/out" 2>&1

@@ -99,6 +99,9 @@ struct net_event {
 /* Where a dial goes: a Unix socket, or every address of a TCP host. */
 struct net_target {
     char name[200];                /* for messages */
+    const char *role;              /* what the dialer expects there, for messages when
+                                    * something else answers: "bootstrap root", "work
+                                    * coordinator" (a string that outlives the dial) */
     bool is_unix;
     struct sockaddr_un ua;
     socklen_t ua_len;

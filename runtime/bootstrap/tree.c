@@ -235,6 +235,8 @@ static int dial_parent(struct tree *t, struct cohort_err *err)
 {
     struct net_target tg = {.timeout_s = t->timeout_ms / 1000, .port = t->l.port};
     tree_parent_name(t, tg.name, sizeof tg.name);
+    bool root = t->is_leader || t->node_first[t->node] == 0;
+    tg.role = root ? "bootstrap root" : "bootstrap leader";
     if (t->is_leader) {
         tg.addrs = t->master;
     } else {

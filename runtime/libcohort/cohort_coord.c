@@ -175,7 +175,7 @@ static int connect_coord(struct coord_link *l, const struct cohort_self *self,
     if (net_new(&me, &ops, &l->net, &e) < 0)
         return cohort_internal_fail(l->c, e.code, "cohort: %s: %s", func, e.msg);
     struct net_target t = {.addrs = l->addrs, .port = port, .timeout_s = l->timeout_s,
-                           .listening = true};
+                           .listening = true, .role = "work coordinator"};
     snprintf(t.name, sizeof t.name, "the work coordinator of %.72s (%s)", what, l->where);
     long long end = net_now_ms() + (long long)l->timeout_s * 1000;
     if (!(l->conn = net_dial(l->net, &t, end)))
