@@ -6,8 +6,9 @@
 # elsewhere and its late commit refused; the coordinator SIGKILLed and the
 # step rerun over the journal, over many rounds; a SIGSTOPped coordinator
 # given up at the deadline; a coordinator holding another secret, named as
-# the work coordinator by the ranks that meet it; bad input, one line on
-# every rank. WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default
+# the work coordinator by the ranks that meet it; too few open files for the
+# coordinator, one line on every rank, and a low soft limit raised; bad
+# input, one line on every rank. WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default
 # 50) set the rounds. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
@@ -170,6 +171,25 @@ run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/other-coord" COHORT_TIMEOU
 rm -f "$tmp/record"
 [ "$(grep -c "FAIL: cohort: cohort_work_open: .*: port [0-9]* answered, but not as this step's work coordinator (its challenge was not made with this task's COHORT_SECRET: different secrets?)" "$tmp/out")" = 4 ]
 ok $? "a coordinator holding another secret: every rank is a stranger to it and fails at once naming the work coordinator it expected ($(summary))"
+
+# --- the coordinator's open files --------------------------------------------------
+# It holds one connection per rank: with a hard limit of 24 open files, 16
+# ranks (on 4 nodes, which the bootstrap fits in 24) do not fit, and every
+# rank fails at once with one line naming the limit and the number needed
+# (not after its deadline, 60 s here); with only the soft limit that low,
+# the coordinator raises it to the hard one and serves them all.
+want="the work coordinator serves 16 ranks, one connection each, but its open-file limit is 24 (ulimit -n): raise it to at least 32"
+run 16 4 COHORT_TEST_ITEMS=1000 COHORT_TIMEOUT=60 prlimit --nofile=24:24
+[ "$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': $want$" "$tmp/out")" = 16 ]
+ok $? "16 ranks, a hard limit of 24 open files: every rank fails at once with one line naming the limit and the number needed ($(summary))"
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 64 ]; then
+    run 16 4 COHORT_TEST_ITEMS=1000 prlimit --nofile=24:64
+    why=$(exactly "$tmp/o" 1000)
+    [ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 16 ]
+    ok $? "16 ranks, a soft limit of 24 open files below a hard one of 64: the coordinator raises its own and serves every rank ($(summary)${why:+; $why})"
+else
+    skip "a soft limit below a sufficient hard one" "the hard limit here is $(ulimit -Hn), below 64"
+fi
 
 # --- the example -----------------------------------------------------------
 "$spawn" 8 2 -- "$COHORT_BUILDDIR/examples/work_queue" 400 1 >"$tmp/out" 2>&1

@@ -124,6 +124,12 @@ void net_free(struct net *n);
  * raised to the hard one first. */
 long net_fd_limit(void);
 
+/* Whether this process (who, for the message: "rank 0 (n1)") can hold
+ * peers connections and NET_FD_SPARE descriptors besides, under
+ * net_fd_limit. 0, or -1 with err (COHORT_E_RESOURCE): "WHO serves PEERS
+ * WHAT, but its open-file limit is L (ulimit -n): raise it to at least N". */
+int net_fd_check(uint32_t peers, const char *who, const char *what, struct cohort_err *err);
+
 /* Serves a bound, listening, non-blocking socket. */
 int net_listen(struct net *n, int fd, bool is_unix, struct cohort_err *err);
 
