@@ -5,11 +5,13 @@
 # (rank 0 too) over many rounds; a SIGSTOPped worker's items finished
 # elsewhere and its late commit refused; the coordinator SIGKILLed and the
 # step rerun over the journal, over many rounds; a SIGSTOPped coordinator
-# given up at the deadline; a coordinator holding another secret, named as
-# the work coordinator by the ranks that meet it; too few open files for the
-# coordinator, one line on every rank, and a low soft limit raised; bad
-# input, one line on every rank. WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default
-# 50) set the rounds. TAP.
+# given up at the deadline; a coordinator stopped before it reports its
+# port, ended by rank 0 (the rerun finds its journal free); a coordinator
+# holding another secret, named as the work coordinator by the ranks that
+# meet it; too few open files for the coordinator, one line on every rank,
+# and a low soft limit raised; bad input, one line on every rank.
+# WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default 50) set the
+# rounds. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/work/work_check"
@@ -190,6 +192,38 @@ if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 64 ]; then
 else
     skip "a soft limit below a sufficient hard one" "the hard limit here is $(ulimit -Hn), below 64"
 fi
+
+# --- a coordinator stuck before it reports its port ------------------------------
+# A stand-in that runs the real coordinator with its port going to this test
+# instead of rank 0 (rank 0's pipe kept open on descriptor 3, so rank 0 waits
+# for the line); once the coordinator has taken the journal and listens, the
+# test stops it (SIGSTOP). Rank 0 gives up at its deadline and must end it:
+# the process is gone when the step is, and the rerun over the same journal
+# finds the journal free.
+mkfifo "$tmp/port"
+cat >"$tmp/stuck-coord" <<EOF2
+#!/bin/sh
+echo \$\$ >"$tmp/stuck.pid"
+exec 3>&1
+exec "$COHORT_WORK_COORD" >"$tmp/port"
+EOF2
+chmod +x "$tmp/stuck-coord"
+rm -f "$tmp/journal" "$tmp/stuck.pid"
+timeout 60 sh -c 'read port <"$1" && kill -STOP "$(cat "$2")" && echo "$port"' - "$tmp/port" \
+    "$tmp/stuck.pid" >"$tmp/stopped" &
+stopper=$!
+run 4 2 COHORT_TEST_ITEMS=100 COHORT_TEST_JOURNAL="$tmp/journal" COHORT_WORK_COORD="$tmp/stuck-coord" \
+    COHORT_TIMEOUT=5
+wait $stopper
+pid=$(cat "$tmp/stuck.pid" 2>/dev/null)
+left=""
+[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && left="the stopped coordinator (pid $pid) still runs; "
+named=$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': the work coordinator $tmp/stuck-coord did not start within 5 s" "$tmp/out")
+first_out=$(summary)
+run 4 2 COHORT_TEST_ITEMS=100 COHORT_TEST_JOURNAL="$tmp/journal"
+[ -n "$left" ] && kill -KILL "$pid"
+[ -s "$tmp/stopped" ] && [ -z "$left" ] && [ "$named" = 4 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
+ok $? "a coordinator stopped (SIGSTOP) before it reports its port: every rank fails at the deadline naming it, rank 0 ends it, and the rerun finds the journal free (${left}stopped at port $(cat "$tmp/stopped"); $named of 4 named it ($first_out); rerun $(summary))"
 
 # --- the example -----------------------------------------------------------
 "$spawn" 8 2 -- "$COHORT_BUILDDIR/examples/work_queue" 400 1 >"$tmp/out" 2>&1

@@ -31,7 +31,8 @@ struct coord_link {
  * the step's fields, the key and the join deadline are filled here. func
  * names the caller, what the thing served ("queue 'q'"), for messages.
  * 0, or -1 with c's error set (every rank the same line when rank 0
- * could not start it). */
+ * could not start it: a coordinator that did not report its port within
+ * the deadline, or failed, is killed and reaped by rank 0 first). */
 int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
                     const char *what, struct coord_config *cfg);
 
