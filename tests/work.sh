@@ -9,7 +9,8 @@
 # port, ended by rank 0 (the rerun finds its journal free); a coordinator
 # holding another secret, named as the work coordinator by the ranks that
 # meet it; too few open files for the coordinator, one line on every rank,
-# and a low soft limit raised; bad input, one line on every rank.
+# and a low soft limit raised; the coordinator's environment (no secret,
+# none of the user's variables); bad input, one line on every rank.
 # WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default 50) set the
 # rounds. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
@@ -224,6 +225,18 @@ run 4 2 COHORT_TEST_ITEMS=100 COHORT_TEST_JOURNAL="$tmp/journal"
 [ -n "$left" ] && kill -KILL "$pid"
 [ -s "$tmp/stopped" ] && [ -z "$left" ] && [ "$named" = 4 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
 ok $? "a coordinator stopped (SIGSTOP) before it reports its port: every rank fails at the deadline naming it, rank 0 ends it, and the rerun finds the journal free (${left}stopped at port $(cat "$tmp/stopped"); $named of 4 named it ($first_out); rerun $(summary))"
+
+# --- the coordinator's environment ------------------------------------------------
+# Rank 0's environment holds the step's secret and whatever the user set; the
+# coordinator gets only what it needs to run.
+run 4 2 COHORT_TEST_ITEMS=1000 COHORT_TEST_VICTIM=1 COHORT_TEST_DO=environ COHORT_TEST_MINE=user
+seen_env=$(sed -n 's/^rank 1: coordinator environment://p' "$tmp/out")
+extra=$(for v in $seen_env; do
+    case $v in PATH | LD_LIBRARY_PATH | ASAN_OPTIONS | LSAN_OPTIONS | UBSAN_OPTIONS) ;; *) printf ' %s' "$v" ;; esac
+done)
+grep -q '^rank 1: coordinator environment:' "$tmp/out" && ! grep -q '^rank 1: coordinator environment: (unreadable)' "$tmp/out" &&
+    [ -z "$extra" ] && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
+ok $? "the coordinator's environment holds PATH, LD_LIBRARY_PATH and the sanitizers' options at most: no COHORT_SECRET, none of the user's variables (${extra:+more:$(echo "$extra" | cut -c1-200); }$(summary))"
 
 # --- the example -----------------------------------------------------------
 "$spawn" 8 2 -- "$COHORT_BUILDDIR/examples/work_queue" 400 1 >"$tmp/out" 2>&1

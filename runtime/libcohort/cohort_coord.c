@@ -1,6 +1,7 @@
 /* cohort_coord.c - a step's coordinator process and every rank's
  * connection to it (cohort_coord.h): started by rank 0 with its start
- * record on a pipe, its port broadcast, dialed by every rank. */
+ * record on its standard input and a minimal environment, its port
+ * broadcast, dialed by every rank. */
 #include "cohort_coord.h"
 
 #include <errno.h>
@@ -76,11 +77,39 @@ static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end,
     return 0;
 }
 
+/* What the coordinator's environment keeps of rank 0's (docs/work.md): the
+ * search path, for a COHORT_WORK_COORD that is a script; the loader's path,
+ * for libraries installed out of its default places; the sanitizers'
+ * options, for builds with them. Never the step's secret (the start record
+ * carries the key) nor any other variable of the user's. */
+static const char *const coord_env[] = {"PATH", "LD_LIBRARY_PATH", "ASAN_OPTIONS",
+                                        "LSAN_OPTIONS", "UBSAN_OPTIONS"};
+#define COORD_ENV_N (sizeof coord_env / sizeof *coord_env)
+
+/* The first entry of environ for each name of coord_env that is set, then
+ * NULL. */
+static void coord_environ(char *envp[COORD_ENV_N + 1])
+{
+    size_t k = 0;
+    for (size_t i = 0; i < COORD_ENV_N; i++) {
+        size_t len = strlen(coord_env[i]);
+        char **e = environ;
+        while (*e && (strncmp(*e, coord_env[i], len) != 0 || (*e)[len] != '='))
+            e++;
+        if (*e)
+            envp[k++] = *e;
+    }
+    envp[k] = NULL;
+}
+
 /* Rank 0: path started in a session of its own (no signal to rank 0's
  * group reaches it; it leads its own process group) with in and out as
- * its standard input and output. 0 with l->pid, or an errno. */
+ * its standard input and output, and the environment of coord_environ.
+ * 0 with l->pid, or an errno. */
 static int spawn(struct coord_link *l, const char *path, int in, int out)
 {
+    char *envp[COORD_ENV_N + 1];
+    coord_environ(envp);
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
@@ -89,7 +118,7 @@ static int spawn(struct coord_link *l, const char *path, int in, int out)
     posix_spawnattr_init(&at);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
     char *argv[] = {(char *)path, NULL};
-    int e = posix_spawn(&l->pid, path, &fa, &at, argv, environ);
+    int e = posix_spawn(&l->pid, path, &fa, &at, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     if (e != 0)

@@ -2,7 +2,8 @@
  * connection to it, shared by the work queue (cohort_work.c) and stream
  * sets (cohort_streams.c): rank 0 starts cohort-work-coord (a process of
  * its own, never a part of a worker; COHORT_WORK_COORD overrides its path)
- * and tells it the step and what to serve through a pipe; its port is
+ * and tells it the step and what to serve on its standard input (its
+ * environment is a short list of rank 0's, never the secret); its port is
  * broadcast (or rank 0's failure, the same line on every rank); every rank
  * dials it with the step's authenticated handshake (net.h). Not exported. */
 #ifndef COHORT_COORD_H
