@@ -7,7 +7,8 @@
 # took is printed, not judged: speed is in the benchmarks); a worker
 # stopped past its lease, fenced and back; load reports that make a
 # worker shed; never two owners at once (from every worker's log of
-# events); bad input, one line each. TAP.
+# events); bad input, one line each; too few open files for the
+# coordinator, one line on every worker. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/streams/streams_check"
@@ -145,5 +146,14 @@ grep -q "^rank 1: bad: empty key: -1 cohort: cohort_streams_add: a stream key th
     grep -q "^rank 1: bad: negative load: -1 .*load -2: give a number of 0 or more" "$tmp/out" &&
     grep -q "^rank 1: remove unknown: 0" "$tmp/out" && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
 ok $? "bad input: one line each (empty or long key, NaN or negative cost, a release of what this worker does not own, a negative load); removing an unknown stream is a no-op; the set goes on ($(grep -m1 'foreign' "$tmp/out" | cut -c1-160); $(summary))"
+
+# The coordinator holds one connection per worker: with a hard limit of 24
+# open files, 16 workers (on 4 nodes, which the bootstrap fits in 24) do not
+# fit, and every worker fails at once with one line naming the limit and the
+# number needed, not after its deadline (60 s here).
+want="the work coordinator serves 16 ranks, one connection each, but its open-file limit is 24 (ulimit -n): raise it to at least 32"
+run 16 4 COHORT_TIMEOUT=60 prlimit --nofile=24:24
+[ "$(grep -c "FAIL: cohort: cohort_streams_open: set 'cams': $want$" "$tmp/out")" = 16 ]
+ok $? "16 workers, a hard limit of 24 open files: every worker fails at once with one line naming the limit and the number needed ($(summary))"
 
 tap_done

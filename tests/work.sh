@@ -5,9 +5,14 @@
 # (rank 0 too) over many rounds; a SIGSTOPped worker's items finished
 # elsewhere and its late commit refused; the coordinator SIGKILLed and the
 # step rerun over the journal, over many rounds; a SIGSTOPped coordinator
-# given up at the deadline; bad input, one line on
-# every rank. WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default
-# 50) set the rounds. TAP.
+# given up at the deadline; a coordinator stopped before it reports its
+# port, ended by rank 0 (the rerun finds its journal free); a coordinator
+# holding another secret, named as the work coordinator by the ranks that
+# meet it; too few open files for the coordinator, one line on every rank,
+# and a low soft limit raised; the coordinator's environment (no secret,
+# none of the user's variables); bad input, one line on every rank.
+# WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default 50) set the
+# rounds. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/work/work_check"
@@ -150,6 +155,88 @@ chmod +x "$tmp/gone-coord"
 run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/gone-coord" COHORT_TIMEOUT=60
 [ "$(grep -c "FAIL: cohort: cohort_work_open: cannot reach the work coordinator rank 0 started (gone?): the work coordinator of queue 'q' (.*) refused the connection: it was listening, so it is gone" "$tmp/out")" = 4 ]
 ok $? "the coordinator gone before the ranks dial it: every rank fails at once naming it, not at the deadline ($(summary))"
+
+# --- a coordinator of another secret on the port ---------------------------------
+# A stand-in that runs the real coordinator with the step's start record but
+# another secret (its 32 bytes follow the record's magic, kind and key kind):
+# every rank is a stranger to that coordinator, and fails at once naming the
+# work coordinator it expected there, not the bootstrap root.
+cat >"$tmp/other-coord" <<EOF2
+#!/bin/sh
+echo \$\$ >"$tmp/other.pid"
+python3 -c 'import sys; r = bytearray(sys.stdin.buffer.read()); r[12] ^= 1; sys.stdout.buffer.write(r)' >"$tmp/record"
+exec "$COHORT_WORK_COORD" <"$tmp/record"
+EOF2
+chmod +x "$tmp/other-coord"
+rm -f "$tmp/other.pid"
+run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/other-coord" COHORT_TIMEOUT=60
+[ -s "$tmp/other.pid" ] && kill -KILL "$(cat "$tmp/other.pid")" 2>/dev/null
+rm -f "$tmp/record"
+[ "$(grep -c "FAIL: cohort: cohort_work_open: .*: port [0-9]* answered, but not as this step's work coordinator (its challenge was not made with this task's COHORT_SECRET: different secrets?)" "$tmp/out")" = 4 ]
+ok $? "a coordinator holding another secret: every rank is a stranger to it and fails at once naming the work coordinator it expected ($(summary))"
+
+# --- the coordinator's open files --------------------------------------------------
+# It holds one connection per rank: with a hard limit of 24 open files, 16
+# ranks (on 4 nodes, which the bootstrap fits in 24) do not fit, and every
+# rank fails at once with one line naming the limit and the number needed
+# (not after its deadline, 60 s here); with only the soft limit that low,
+# the coordinator raises it to the hard one and serves them all.
+want="the work coordinator serves 16 ranks, one connection each, but its open-file limit is 24 (ulimit -n): raise it to at least 32"
+run 16 4 COHORT_TEST_ITEMS=1000 COHORT_TIMEOUT=60 prlimit --nofile=24:24
+[ "$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': $want$" "$tmp/out")" = 16 ]
+ok $? "16 ranks, a hard limit of 24 open files: every rank fails at once with one line naming the limit and the number needed ($(summary))"
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 64 ]; then
+    run 16 4 COHORT_TEST_ITEMS=1000 prlimit --nofile=24:64
+    why=$(exactly "$tmp/o" 1000)
+    [ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 16 ]
+    ok $? "16 ranks, a soft limit of 24 open files below a hard one of 64: the coordinator raises its own and serves every rank ($(summary)${why:+; $why})"
+else
+    skip "a soft limit below a sufficient hard one" "the hard limit here is $(ulimit -Hn), below 64"
+fi
+
+# --- a coordinator stuck before it reports its port ------------------------------
+# A stand-in that runs the real coordinator with its port going to this test
+# instead of rank 0 (rank 0's pipe kept open on descriptor 3, so rank 0 waits
+# for the line); once the coordinator has taken the journal and listens, the
+# test stops it (SIGSTOP). Rank 0 gives up at its deadline and must end it:
+# the process is gone when the step is, and the rerun over the same journal
+# finds the journal free.
+mkfifo "$tmp/port"
+cat >"$tmp/stuck-coord" <<EOF2
+#!/bin/sh
+echo \$\$ >"$tmp/stuck.pid"
+exec 3>&1
+exec "$COHORT_WORK_COORD" >"$tmp/port"
+EOF2
+chmod +x "$tmp/stuck-coord"
+rm -f "$tmp/journal" "$tmp/stuck.pid"
+timeout 60 sh -c 'read port <"$1" && kill -STOP "$(cat "$2")" && echo "$port"' - "$tmp/port" \
+    "$tmp/stuck.pid" >"$tmp/stopped" &
+stopper=$!
+run 4 2 COHORT_TEST_ITEMS=100 COHORT_TEST_JOURNAL="$tmp/journal" COHORT_WORK_COORD="$tmp/stuck-coord" \
+    COHORT_TIMEOUT=5
+wait $stopper
+pid=$(cat "$tmp/stuck.pid" 2>/dev/null)
+left=""
+[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && left="the stopped coordinator (pid $pid) still runs; "
+named=$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': the work coordinator $tmp/stuck-coord did not start within 5 s" "$tmp/out")
+first_out=$(summary)
+run 4 2 COHORT_TEST_ITEMS=100 COHORT_TEST_JOURNAL="$tmp/journal"
+[ -n "$left" ] && kill -KILL "$pid"
+[ -s "$tmp/stopped" ] && [ -z "$left" ] && [ "$named" = 4 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
+ok $? "a coordinator stopped (SIGSTOP) before it reports its port: every rank fails at the deadline naming it, rank 0 ends it, and the rerun finds the journal free (${left}stopped at port $(cat "$tmp/stopped"); $named of 4 named it ($first_out); rerun $(summary))"
+
+# --- the coordinator's environment ------------------------------------------------
+# Rank 0's environment holds the step's secret and whatever the user set; the
+# coordinator gets only what it needs to run.
+run 4 2 COHORT_TEST_ITEMS=1000 COHORT_TEST_VICTIM=1 COHORT_TEST_DO=environ COHORT_TEST_MINE=user
+seen_env=$(sed -n 's/^rank 1: coordinator environment://p' "$tmp/out")
+extra=$(for v in $seen_env; do
+    case $v in PATH | LD_LIBRARY_PATH | ASAN_OPTIONS | LSAN_OPTIONS | UBSAN_OPTIONS) ;; *) printf ' %s' "$v" ;; esac
+done)
+grep -q '^rank 1: coordinator environment:' "$tmp/out" && ! grep -q '^rank 1: coordinator environment: (unreadable)' "$tmp/out" &&
+    [ -z "$extra" ] && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
+ok $? "the coordinator's environment holds PATH, LD_LIBRARY_PATH and the sanitizers' options at most: no COHORT_SECRET, none of the user's variables (${extra:+more:$(echo "$extra" | cut -c1-200); }$(summary))"
 
 # --- the example -----------------------------------------------------------
 "$spawn" 8 2 -- "$COHORT_BUILDDIR/examples/work_queue" 400 1 >"$tmp/out" 2>&1

@@ -40,6 +40,16 @@ long net_fd_limit(void)
     return rl.rlim_cur > (rlim_t)(1L << 30) ? 1L << 30 : (long)rl.rlim_cur;
 }
 
+int net_fd_check(uint32_t peers, const char *who, const char *what, struct cohort_err *err)
+{
+    long limit = net_fd_limit(), need = (long)peers + NET_FD_SPARE;
+    if (need <= limit)
+        return 0;
+    return cohort_fail_code(err, COHORT_E_RESOURCE,
+                            "%s serves %u %s, but its open-file limit is %ld (ulimit -n): raise "
+                            "it to at least %ld", who, peers, what, limit, need);
+}
+
 int net_new(const struct hs_self *me, const struct net_ops *ops, struct net **out,
             struct cohort_err *err)
 {

@@ -99,6 +99,9 @@ struct net_event {
 /* Where a dial goes: a Unix socket, or every address of a TCP host. */
 struct net_target {
     char name[200];                /* for messages */
+    const char *role;              /* what the dialer expects there, for messages when
+                                    * something else answers: "bootstrap root", "work
+                                    * coordinator" (a string that outlives the dial) */
     bool is_unix;
     struct sockaddr_un ua;
     socklen_t ua_len;
@@ -120,6 +123,12 @@ void net_free(struct net *n);
 /* The descriptors this process may use for connections: the soft limit,
  * raised to the hard one first. */
 long net_fd_limit(void);
+
+/* Whether this process (who, for the message: "rank 0 (n1)") can hold
+ * peers connections and NET_FD_SPARE descriptors besides, under
+ * net_fd_limit. 0, or -1 with err (COHORT_E_RESOURCE): "WHO serves PEERS
+ * WHAT, but its open-file limit is L (ulimit -n): raise it to at least N". */
+int net_fd_check(uint32_t peers, const char *who, const char *what, struct cohort_err *err);
 
 /* Serves a bound, listening, non-blocking socket. */
 int net_listen(struct net *n, int fd, bool is_unix, struct cohort_err *err);

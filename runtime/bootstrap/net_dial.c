@@ -123,16 +123,19 @@ static void at_end(struct net *n, struct net_conn *c)
              d->t.timeout_s);
 }
 
-/* Whoever answered is not this step's parent: code is COHORT_E_AUTH when
- * it serves this step but without the secret, else COHORT_E_NETWORK. */
+/* Whoever answered is not this step's parent (the target's role): code is
+ * COHORT_E_AUTH when it serves this step but without the secret, else
+ * COHORT_E_NETWORK. */
 static void not_parent(struct net *n, struct net_conn *c, int code, const char *why)
 {
     struct net_dial *d = c->dial;
     if (d->t.is_unix)
-        fail(n, c, code, "%s: its socket answered, but not as this step's (%s)", d->t.name, why);
+        fail(n, c, code, "%s: its socket answered, but not as this step's %s (%s)", d->t.name,
+             d->t.role, why);
     else
-        fail(n, c, code, "%s: port %u answered, but not as this step's bootstrap root (%s): is "
-                         "another program using port %u?", d->t.name, d->t.port, why, d->t.port);
+        fail(n, c, code, "%s: port %u answered, but not as this step's %s (%s): is another "
+                         "program using port %u?", d->t.name, d->t.port, d->t.role, why,
+             d->t.port);
 }
 
 static void connected(struct net *n, struct net_conn *c)

@@ -235,6 +235,8 @@ static int dial_parent(struct tree *t, struct cohort_err *err)
 {
     struct net_target tg = {.timeout_s = t->timeout_ms / 1000, .port = t->l.port};
     tree_parent_name(t, tg.name, sizeof tg.name);
+    bool root = t->is_leader || t->node_first[t->node] == 0;
+    tg.role = root ? "bootstrap root" : "bootstrap leader";
     if (t->is_leader) {
         tg.addrs = t->master;
     } else {
@@ -381,16 +383,10 @@ static int make_view(struct tree *t, struct cohort_err *err)
 /* A parent needs a descriptor per child. */
 static int fd_check(const struct tree *t, struct cohort_err *err)
 {
-    long limit = net_fd_limit();
-    if ((long)t->expected_kids + NET_FD_SPARE <= limit)
-        return 0;
-    char host[HOSTLIST_MAX_NAME + 1];
+    char host[HOSTLIST_MAX_NAME + 1], who[HOSTLIST_MAX_NAME + 32];
     host_of_node(t, t->node, host, sizeof host);
-    return cohort_fail_code(err, COHORT_E_RESOURCE,
-                            "rank %u (%s) serves %u tasks of the step, but its open-file "
-                            "limit is %ld (ulimit -n): raise it to at least %ld",
-                       t->l.rank, host, t->expected_kids, limit,
-                       (long)t->expected_kids + NET_FD_SPARE);
+    snprintf(who, sizeof who, "rank %u (%s)", t->l.rank, host);
+    return net_fd_check(t->expected_kids, who, "tasks of the step", err);
 }
 
 static int layout_of(struct tree *t, const struct tree_layout *layout, struct cohort_err *err)

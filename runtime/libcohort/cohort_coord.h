@@ -2,7 +2,8 @@
  * connection to it, shared by the work queue (cohort_work.c) and stream
  * sets (cohort_streams.c): rank 0 starts cohort-work-coord (a process of
  * its own, never a part of a worker; COHORT_WORK_COORD overrides its path)
- * and tells it the step and what to serve through a pipe; its port is
+ * and tells it the step and what to serve on its standard input (its
+ * environment is a short list of rank 0's, never the secret); its port is
  * broadcast (or rank 0's failure, the same line on every rank); every rank
  * dials it with the step's authenticated handshake (net.h). Not exported. */
 #ifndef COHORT_COORD_H
@@ -31,7 +32,8 @@ struct coord_link {
  * the step's fields, the key and the join deadline are filled here. func
  * names the caller, what the thing served ("queue 'q'"), for messages.
  * 0, or -1 with c's error set (every rank the same line when rank 0
- * could not start it). */
+ * could not start it: a coordinator that did not report its port within
+ * the deadline, or failed, is killed and reaped by rank 0 first). */
 int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
                     const char *what, struct coord_config *cfg);
 

@@ -1,12 +1,14 @@
 /* coord_main.c - cohort-work-coord, the coordinator's process. Started by
  * one rank of the step (cohort_work_open, cohort_streams_open), never a
  * part of a worker: it reads its start record (coord_config.h) from
- * standard input, listens on a TCP port of its own (any address, a port
- * the kernel picks), writes that port as one line on standard output
- * ("error WHY" when it cannot start), and serves the queue (coord.h) or
- * the stream set (scoord.h) until it is done or no worker is left. Exit
- * status: 0 every item done (every worker closed the set), 1 workers left
- * before, 2 it could not start or failed (one line on standard error). */
+ * standard input, checks that a connection per rank fits under its
+ * open-file limit (the soft one raised to the hard one), listens on a TCP
+ * port of its own (any address, a port the kernel picks), writes that port
+ * as one line on standard output ("error WHY" when it cannot start), and
+ * serves the queue (coord.h) or the stream set (scoord.h) until it is done
+ * or no worker is left. Exit status: 0 every item done (every worker
+ * closed the set), 1 workers left before, 2 it could not start or failed
+ * (one line on standard error). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -159,8 +161,12 @@ int main(void)
 {
     struct coord_config cfg = {0};
     struct cohort_err err;
-    int rc = record(&cfg, &err) < 0 ? -2
-             : cfg.kind == COORD_STREAMS ? streams(&cfg, &err) : queue(&cfg, &err);
+    int rc = -2;
+    /* every rank holds a connection of its own: when they cannot all fit,
+     * every rank is told at once, not left out until its deadline */
+    if (record(&cfg, &err) == 0 &&
+        net_fd_check(cfg.size, "the work coordinator", "ranks, one connection each", &err) == 0)
+        rc = cfg.kind == COORD_STREAMS ? streams(&cfg, &err) : queue(&cfg, &err);
     if (rc == -2) {
         printf("error %s\n", err.msg); /* the starting rank's failure, on every rank */
         fflush(stdout);

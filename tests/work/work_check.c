@@ -27,13 +27,17 @@
  *   COHORT_TEST_DO=kill-coord  SIGKILL the coordinator (rank 0's child
  *                         cohort-work-coord), then go on: every rank's next
  *                         call fails (at its close, if the queue ended
- *                         before that lease; stop-coord and foreign too);
+ *                         before that lease; stop-coord, foreign and
+ *                         environ too);
  *   COHORT_TEST_DO=stop-coord  SIGSTOP the coordinator ("rank R: stopping
  *                         the coordinator (pid P)"; the test kills it after),
  *                         then go on: every rank's next call fails at its
  *                         deadline (COHORT_TIMEOUT);
  *   COHORT_TEST_DO=foreign commit an id it does not hold ("rank R: foreign:
- *                         <cohort_error()>"), then go on. */
+ *                         <cohort_error()>"), then go on;
+ *   COHORT_TEST_DO=environ print the names in the coordinator's environment
+ *                         (/proc/PID/environ): "rank R: coordinator
+ *                         environment: NAME ...", then go on. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -107,6 +111,24 @@ static pid_t coordinator_of(pid_t parent)
     return found;
 }
 
+/* "rank R: coordinator environment: NAME ..." of process p. */
+static void print_environ(pid_t p)
+{
+    char path[64], buf[65536];
+    snprintf(path, sizeof path, "/proc/%d/environ", (int)p);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    printf("rank %d: coordinator environment:", rank);
+    if (n >= 0)
+        buf[n] = 0;
+    for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
+        printf(" %.*s", (int)strcspn(buf + i, "="), buf + i);
+    printf("%s\n", n < 0 ? " (unreadable)" : "");
+    fflush(stdout);
+}
+
 /* What the victim does at its lease. */
 static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, uint64_t *ids,
                    long n)
@@ -123,6 +145,8 @@ static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, u
         if (p > 0)
             kill(p, stop ? SIGSTOP : SIGKILL);
     }
+    if (strcmp(what, "environ") == 0)
+        print_environ(coordinator_of(pids[0]));
     if (strcmp(what, "foreign") == 0) {
         uint64_t items = (uint64_t)env_long("COHORT_TEST_ITEMS", 10000);
         uint64_t other = n > 0 && ids[n - 1] + 1 < items ? ids[n - 1] + 1 : 0;
@@ -183,7 +207,7 @@ static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
     const char *what = getenv("COHORT_TEST_DO");
     if (n == 0 && is_victim && leases < env_long("COHORT_TEST_AT", 1) &&
         (strcmp(what, "foreign") == 0 || strcmp(what, "kill-coord") == 0 ||
-         strcmp(what, "stop-coord") == 0))
+         strcmp(what, "stop-coord") == 0 || strcmp(what, "environ") == 0))
         victim(w, c, pids, ids, 0); /* the queue ended first: it acts at its close instead */
     free(ids);
     if (n == 0 && is_victim && leases < env_long("COHORT_TEST_AT", 1) &&
