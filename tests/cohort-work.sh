@@ -15,7 +15,8 @@ def check(off, b):
     return hashlib.sha256(struct.pack('>Q', off) + b).digest()[:8]
 
 def journal(path, name, n, records, tail=b''):
-    h = b'COHORTJ1' + struct.pack('>QI', n, len(name)) + name.encode().ljust(128, b'\0')
+    name = name if isinstance(name, bytes) else name.encode()
+    h = b'COHORTJ1' + struct.pack('>QI', n, len(name)) + name.ljust(128, b'\0')
     out = h + check(0, h)
     for typ, body in records:
         r = struct.pack('>BI', typ, len(body)) + body
@@ -34,6 +35,11 @@ journal(d + '/frames.j', 'frames', 1000,
         [spans((0, 500)), aside(510, 3), aside(520, 4), aside(650, 2), spans((600, 700))],
         tail=struct.pack('>BI', 1, 16) + b'\0' * 5)
 journal(d + '/many.j', 'many', 100, [aside(i, 3) for i in range(25)] + [spans((50, 100))])
+# names another user could have written: terminal escapes, a C1 control
+# in UTF-8, bytes that are not UTF-8, a backslash, and UTF-8 text
+journal(d + '/esc.j', b'\x1b]0;owned\x07\x1b[2J\\caf\xc3\xa9', 10, [spans((0, 2))])
+journal(d + '/c1.j', b'x\xc2\x9b31m\xff\xfe', 10, [])
+journal(d + '/\x1b[31mred.j', 'red', 10, [])
 b = bytearray(open(d + '/frames.j', 'rb').read())
 b[156 + 7] ^= 0x01
 open(d + '/damaged.j', 'wb').write(bytes(b))
@@ -75,6 +81,38 @@ ok $? "json lists every set-aside id"
 ok $? "text names the first 20 set-aside ids"
 "$work" status "$tmp/many.j" | grep -qx 'torn tail: none'
 ok $? "text: no torn tail"
+
+# A name from another user's journal must not reach a terminal raw.
+esc=$(printf '\033')
+out=$("$work" status "$tmp/esc.j")
+ok $? "status of a journal whose name holds terminal escapes"
+printf '%s\n' "$out" | grep -qF "queue:     '\\x1b]0;owned\\x07\\x1b[2J\\\\café', 10 items" &&
+    ! printf '%s' "$out" | grep -q "$esc"
+ok $? "text: control bytes escaped as \\xNN, a backslash doubled, UTF-8 text kept"
+out=$("$work" status "$tmp/c1.j")
+printf '%s\n' "$out" | grep -qF "queue:     'x\\xc2\\x9b31m\\xff\\xfe', 10 items"
+ok $? "text: a C1 control in UTF-8 and bytes that are not UTF-8 escaped"
+out=$("$work" status "$tmp/${esc}[31mred.j")
+printf '%s\n' "$out" | grep -qF "journal:   $tmp/\\x1b[31mred.j (" && ! printf '%s' "$out" | grep -q "$esc"
+ok $? "text: the journal's path escaped too"
+"$work" status "$tmp/${esc}[31mnone.j" 2>&1 | grep -qF "cannot open journal $tmp/\\x1b[31mnone.j"
+ok $? "an error line escapes the path"
+"$work" status "$tmp/esc.j" --format json >"$tmp/esc.json" && python3 -c '
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+assert all(0x20 <= c < 0x7f or c == 0x0a for c in raw), raw
+d = json.loads(raw)
+assert d["queue"] == "\x1b]0;owned\x07\x1b[2J\\caf\u00e9", d
+' "$tmp/esc.json"
+ok $? "json: the name exact, every byte printable ASCII"
+"$work" status "$tmp/c1.j" --format json >"$tmp/c1.json" && python3 -c '
+import json, sys
+raw = open(sys.argv[1], "rb").read()
+assert all(0x20 <= c < 0x7f or c == 0x0a for c in raw), raw
+d = json.loads(raw)
+assert d["queue"] == "x\\xc2\\x9b31m\\xff\\xfe", d
+' "$tmp/c1.json"
+ok $? "json: a name that is not UTF-8 is given escaped as in text"
 
 # One line on standard error, nothing on standard output, and the status.
 fails_with() {
