@@ -9,7 +9,7 @@ work="$COHORT_BUILDDIR/runtime/tools/cohort-work"
 command -v python3 >/dev/null || skip_all "no python3 to write journals"
 
 cat >"$tmp/mk.py" <<'EOP'
-import hashlib, struct, sys
+import hashlib, os, struct, sys
 
 def check(off, b):
     return hashlib.sha256(struct.pack('>Q', off) + b).digest()[:8]
@@ -22,6 +22,7 @@ def journal(path, name, n, records, tail=b''):
         r = struct.pack('>BI', typ, len(body)) + body
         out += r + check(len(out), r)
     open(path, 'wb').write(out + tail)
+    os.chmod(path, 0o644)  # whatever the umask: a journal others can write is refused
 
 def spans(*s):
     return (1, b''.join(struct.pack('>QQ', lo, hi) for lo, hi in s))
@@ -43,6 +44,7 @@ journal(d + '/\x1b[31mred.j', 'red', 10, [])
 b = bytearray(open(d + '/frames.j', 'rb').read())
 b[156 + 7] ^= 0x01
 open(d + '/damaged.j', 'wb').write(bytes(b))
+os.chmod(d + '/damaged.j', 0o644)
 EOP
 python3 "$tmp/mk.py" "$tmp" || bail "cannot write the test journals"
 
@@ -131,6 +133,14 @@ ok $? "a missing journal: one line, exit 1"
 fails_with 1 "journal $tmp/mk.py has a bad header at byte 0 (not a cohort journal)" \
     status "$tmp/mk.py"
 ok $? "another kind of file: one line, exit 1"
+ln -s frames.j "$tmp/link.j"
+fails_with 1 "journal $tmp/link.j is a symbolic link, which cohort does not follow" \
+    status "$tmp/link.j"
+ok $? "a symbolic link: one line, exit 1"
+cp "$tmp/frames.j" "$tmp/open.j" && chmod 0666 "$tmp/open.j"
+fails_with 1 "journal $tmp/open.j can be written by its group or by others (mode 0666)" \
+    status "$tmp/open.j"
+ok $? "a journal anyone can write: one line, exit 1"
 fails_with 2 "a command is needed"
 ok $? "no command: exit 2"
 fails_with 2 "unknown command frob" frob "$tmp/frames.j"

@@ -96,24 +96,17 @@ static int sync_dir(const char *path)
     return rc;
 }
 
-/* Opens (creating when missing) a regular file: *size its bytes. */
+/* Opens (creating when missing) the file: *size its bytes. */
 static int file_open(struct journal *j, int *created, uint64_t *size, struct cohort_err *err)
 {
     struct stat st;
-    j->fd = open(j->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
-    *created = j->fd >= 0;
-    if (j->fd < 0 && errno == EEXIST)
-        j->fd = open(j->path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-    if (j->fd < 0 || fstat(j->fd, &st) < 0)
+    if ((j->fd = jfile_open(j->path, 1, created, &j->why)) < 0) {
+        j->failed = 1;
+        return again(j, err);
+    }
+    if (fstat(j->fd, &st) < 0)
         return broken(j, err, COHORT_E_CONFIG, "cannot open journal %s: %s", j->path,
                       strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return broken(j, err, COHORT_E_CONFIG, "journal %s is not a regular file", j->path);
-    if (st.st_uid != geteuid()) /* planted by another user, it could claim items done */
-        return broken(j, err, COHORT_E_AUTH,
-                      "journal %s belongs to uid %u, not to this user (uid %u): give a path "
-                      "only you can write",
-                      j->path, (unsigned)st.st_uid, (unsigned)geteuid());
     *size = (uint64_t)st.st_size;
     return 0;
 }

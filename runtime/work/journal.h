@@ -31,6 +31,14 @@
  * out in ascending order (200000 leases committed in random order replay
  * in about 0.6 s).
  *
+ * The file: journal_open and journal_summary open the path itself, never
+ * through a symbolic link (a link in a shared directory could lead a step
+ * to another journal, e.g. the user's own finished one of the same queue,
+ * and the step would believe its queue done); a link to a directory on the
+ * way is followed. The file must be a regular file with one hard link
+ * that its group and others cannot write; journal_open also wants it to
+ * belong to this user. A new journal is created 0644 (less the umask).
+ *
  * Locking: journal_open takes a POSIX fcntl write lock on the whole file,
  * so that two steps' coordinators cannot write one journal. Such locks
  * belong to the process and go when it closes any descriptor of the file:
@@ -77,7 +85,8 @@ struct journal;
  * header is checked and every record replayed through fn (may be NULL)
  * with ctx before returning; a torn tail is cut away. Returns 0, or -1
  * with one line in err: the path cannot be opened or locked (another
- * step's coordinator holds it: its pid), the journal belongs to another
+ * step's coordinator holds it: its pid), the file is refused (see "The
+ * file" above), the journal belongs to another
  * queue or size, it is damaged (the byte offset), or out of memory. */
 int journal_open(const char *path, const char *name, uint64_t n_items, journal_replay_fn fn,
                  void *ctx, struct journal **out, struct cohort_err *err);

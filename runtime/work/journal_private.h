@@ -33,6 +33,14 @@ const char *jhdr_decode(const uint8_t *h, size_t len, char name[JOURNAL_NAME_MAX
 /* The line for a bad header; returns -1. */
 int jhdr_fail(struct cohort_err *err, const char *path, const char *why);
 
+/* Opens the journal at path: for the writer read-write, created (0644,
+ * *created set) when missing; else read-only. Never through a symbolic
+ * link; the file must be regular, have one hard link and be writable by
+ * its owner alone, and for the writer that owner must be this user.
+ * Returns the descriptor, or -1 with one line in err naming the file, what
+ * is wrong and what to do. */
+int jfile_open(const char *path, int writer, int *created, struct cohort_err *err);
+
 /* Reads up to len bytes at off, fewer only where the file ends. Returns
  * the bytes read, or -1 with errno. */
 ssize_t jread_at(int fd, void *buf, size_t len, uint64_t off);

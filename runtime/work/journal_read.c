@@ -108,6 +108,67 @@ ssize_t jread_at(int fd, void *buf, size_t len, uint64_t off)
     return (ssize_t)got;
 }
 
+/* ---- the file ---- */
+
+static int open_fail(const char *path, struct cohort_err *err)
+{
+    struct stat st;
+    if (errno == ELOOP && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+        return cohort_fail_code(err, COHORT_E_AUTH,
+                                "journal %s is a symbolic link, which cohort does not follow (it "
+                                "could lead to another journal): give the path of the journal "
+                                "file itself",
+                                path);
+    return cohort_fail_code(err, COHORT_E_CONFIG, "cannot open journal %s: %s", path,
+                            strerror(errno));
+}
+
+/* Checks the file open as fd: regular, one link, writable by its owner
+ * alone, and (own) that owner this user. */
+static int vet(int fd, const char *path, int own, struct cohort_err *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return cohort_fail_code(err, COHORT_E_CONFIG, "cannot open journal %s: %s", path,
+                                strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return cohort_fail_code(err, COHORT_E_CONFIG, "journal %s is not a regular file", path);
+    if (own && st.st_uid != geteuid()) /* planted by another user, it could claim items done */
+        return cohort_fail_code(err, COHORT_E_AUTH,
+                                "journal %s belongs to uid %u, not to this user (uid %u): give a "
+                                "path only you can write",
+                                path, (unsigned)st.st_uid, (unsigned)geteuid());
+    if (st.st_nlink > 1)
+        return cohort_fail_code(err, COHORT_E_AUTH,
+                                "journal %s has %ju hard links (another name for the same file, "
+                                "which someone else could have made): give a journal with one "
+                                "link; remove the other or copy the journal to a new file",
+                                path, (uintmax_t)st.st_nlink);
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+        return cohort_fail_code(err, COHORT_E_AUTH,
+                                "journal %s can be written by its group or by others (mode "
+                                "%04o), who could claim its items done: chmod go-w it, or give "
+                                "a path only you can write",
+                                path, (unsigned)(st.st_mode & 07777));
+    return 0;
+}
+
+int jfile_open(const char *path, int writer, int *created, struct cohort_err *err)
+{
+    int flags = O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW; /* O_NONBLOCK: a FIFO does not hang */
+    int fd = writer ? open(path, flags | O_RDWR | O_CREAT | O_EXCL, 0644) : -1;
+    *created = fd >= 0;
+    if (fd < 0 && (!writer || errno == EEXIST))
+        fd = open(path, flags | (writer ? O_RDWR : O_RDONLY));
+    if (fd < 0)
+        return open_fail(path, err);
+    if (vet(fd, path, writer, err) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* ---- the set of committed ids ---- */
 
 /* The first run that ends at or after id (s->n: none). */
@@ -411,8 +472,6 @@ static int summarize(int fd, const char *path, struct journal_summary *s, struct
     if (fstat(fd, &st) < 0 || (got = jread_at(fd, h, sizeof h, 0)) < 0)
         return cohort_fail_code(err, COHORT_E_CONFIG, "cannot read journal %s: %s", path,
                                 strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return cohort_fail_code(err, COHORT_E_CONFIG, "journal %s is not a regular file", path);
     const char *why = jhdr_decode(h, (size_t)got, s->name, &s->n_items);
     if (why)
         return jhdr_fail(err, path, why);
@@ -434,10 +493,10 @@ static int summarize(int fd, const char *path, struct journal_summary *s, struct
 int journal_summary(const char *path, struct journal_summary *s, struct cohort_err *err)
 {
     memset(s, 0, sizeof *s);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int created;
+    int fd = jfile_open(path, 0, &created, err);
     if (fd < 0)
-        return cohort_fail_code(err, COHORT_E_CONFIG, "cannot open journal %s: %s", path,
-                                strerror(errno));
+        return -1;
     int rc = summarize(fd, path, s, err);
     close(fd);
     if (rc < 0)
