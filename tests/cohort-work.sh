@@ -1,9 +1,9 @@
 #!/bin/sh
 # cohort-work.sh - cohort-work from the outside, over journals written here
 # by an independent encoder of the format journal.h documents: the text and
-# JSON summaries (done, set aside, remaining, a torn tail), and one line on
-# standard error with exit 1 for a missing or damaged journal, exit 2 for
-# bad usage. Emits TAP.
+# JSON summaries (done, set aside, remaining, a torn tail), names printed
+# safely, and one line on standard error with exit 1 for a missing,
+# damaged, linked, shared or old journal, exit 2 for bad usage. Emits TAP.
 work="$COHORT_BUILDDIR/runtime/tools/cohort-work"
 . "$COHORT_SRCDIR/tests/tap.sh"
 command -v python3 >/dev/null || skip_all "no python3 to write journals"
@@ -11,16 +11,31 @@ command -v python3 >/dev/null || skip_all "no python3 to write journals"
 cat >"$tmp/mk.py" <<'EOP'
 import hashlib, os, struct, sys
 
-def check(off, b):
-    return hashlib.sha256(struct.pack('>Q', off) + b).digest()[:8]
+M = (1 << 64) - 1
 
-def journal(path, name, n, records, tail=b''):
+def mix(h, w):
+    h ^= w
+    h ^= h >> 33
+    h = h * 0xff51afd7ed558ccd & M
+    h ^= h >> 33
+    h = h * 0xc4ceb9fe1a85ec53 & M
+    return h ^ h >> 33
+
+def check(b):
+    return hashlib.sha256(b).digest()[:8]
+
+# Format 2: the header, then each record in a frame of its own (as if each
+# had been a group commit), then the tail.
+def journal(path, name, n, records, tail=b'', magic=b'COHORTJ2'):
     name = name if isinstance(name, bytes) else name.encode()
-    h = b'COHORTJ1' + struct.pack('>QI', n, len(name)) + name.ljust(128, b'\0')
-    out = h + check(0, h)
-    for typ, body in records:
+    h = magic + struct.pack('>QI', n, len(name)) + name.ljust(128, b'\0')
+    out = h + check(h)
+    key = struct.unpack('>Q', out[-8:])[0]
+    for seq, (typ, body) in enumerate(records):
         r = struct.pack('>BI', typ, len(body)) + body
-        out += r + check(len(out), r)
+        head = b'CJFR' + struct.pack('>IQ', len(r), seq) + check(r)
+        w = struct.unpack('>QQQ', head)
+        out += head + struct.pack('>Q', mix(mix(mix(key, w[0]), w[1]), w[2])) + r
     open(path, 'wb').write(out + tail)
     os.chmod(path, 0o644)  # whatever the umask: a journal others can write is refused
 
@@ -41,6 +56,7 @@ journal(d + '/many.j', 'many', 100, [aside(i, 3) for i in range(25)] + [spans((5
 journal(d + '/esc.j', b'\x1b]0;owned\x07\x1b[2J\\caf\xc3\xa9', 10, [spans((0, 2))])
 journal(d + '/c1.j', b'x\xc2\x9b31m\xff\xfe', 10, [])
 journal(d + '/\x1b[31mred.j', 'red', 10, [])
+journal(d + '/v1.j', 'old', 10, [], magic=b'COHORTJ1')
 b = bytearray(open(d + '/frames.j', 'rb').read())
 b[156 + 7] ^= 0x01
 open(d + '/damaged.j', 'wb').write(bytes(b))
@@ -128,6 +144,9 @@ fails_with() {
 fails_with 1 "journal $tmp/damaged.j is damaged at byte 156 (.*): it cannot be resumed" \
     status "$tmp/damaged.j"
 ok $? "a damaged journal: one line with its byte offset, exit 1"
+fails_with 1 "journal $tmp/v1.j is of format 1, and this cohort reads format 2 only: finish" \
+    status "$tmp/v1.j"
+ok $? "a journal of format 1: one line saying what to do, exit 1"
 fails_with 1 "cannot open journal $tmp/none.j: No such file or directory" status "$tmp/none.j"
 ok $? "a missing journal: one line, exit 1"
 fails_with 1 "journal $tmp/mk.py has a bad header at byte 0 (not a cohort journal)" \

@@ -30,7 +30,8 @@ runtime_work_cohort_work_coord_LDADD = runtime/streams/libcohort_streams_coord.l
 ## cohort-work, which reads one.
 noinst_LTLIBRARIES += runtime/work/libcohort_work_journal.la
 runtime_work_libcohort_work_journal_la_SOURCES = runtime/work/journal.h \
-	runtime/work/journal_private.h runtime/work/journal.c runtime/work/journal_read.c
+	runtime/work/journal_private.h runtime/work/journal.c runtime/work/journal_format.c \
+	runtime/work/journal_spans.c runtime/work/journal_read.c
 runtime_work_libcohort_work_journal_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
 runtime_work_libcohort_work_journal_la_LIBADD = $(CRYPTO_LIBS)
 
