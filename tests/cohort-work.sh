@@ -115,21 +115,20 @@ printf '%s\n' "$out" | grep -qF "journal:   $tmp/\\x1b[31mred.j (" && ! printf '
 ok $? "text: the journal's path escaped too"
 "$work" status "$tmp/${esc}[31mnone.j" 2>&1 | grep -qF "cannot open journal $tmp/\\x1b[31mnone.j"
 ok $? "an error line escapes the path"
-"$work" status "$tmp/esc.j" --format json >"$tmp/esc.json" && python3 -c '
+# json_name JOURNAL NAME: the JSON status is printable ASCII, its queue NAME
+# (a Python string literal).
+json_name() {
+    "$work" status "$1" --format json >"$tmp/out.json" && python3 -c '
 import json, sys
 raw = open(sys.argv[1], "rb").read()
 assert all(0x20 <= c < 0x7f or c == 0x0a for c in raw), raw
 d = json.loads(raw)
-assert d["queue"] == "\x1b]0;owned\x07\x1b[2J\\caf\u00e9", d
-' "$tmp/esc.json"
+assert d["queue"] == eval(sys.argv[2]), d
+' "$tmp/out.json" "$2"
+}
+json_name "$tmp/esc.j" '"\x1b]0;owned\x07\x1b[2J\\caf\u00e9"'
 ok $? "json: the name exact, every byte printable ASCII"
-"$work" status "$tmp/c1.j" --format json >"$tmp/c1.json" && python3 -c '
-import json, sys
-raw = open(sys.argv[1], "rb").read()
-assert all(0x20 <= c < 0x7f or c == 0x0a for c in raw), raw
-d = json.loads(raw)
-assert d["queue"] == "x\\xc2\\x9b31m\\xff\\xfe", d
-' "$tmp/c1.json"
+json_name "$tmp/c1.j" '"x\\xc2\\x9b31m\\xff\\xfe"'
 ok $? "json: a name that is not UTF-8 is given escaped as in text"
 
 # One line on standard error, nothing on standard output, and the status.

@@ -23,6 +23,7 @@ static void five_commits(const char *p, uint64_t *last, uint64_t *done)
     static uint64_t ids[N];
     struct journal *j;
     struct cohort_err err;
+    unlink(p);
     if (journal_open(p, "torn", N, NULL, NULL, &j, &err) < 0)
         abort();
     size_t n = 0;
@@ -92,14 +93,29 @@ static int torn_ok(const char *p, const uint8_t *whole, size_t keep, size_t end,
     return good;
 }
 
+/* The journal of five_commits, as bytes. */
+struct fixture {
+    uint8_t *whole; /* malloc'd */
+    size_t len;
+    uint64_t last, done;
+};
+
+static struct fixture fixture(void)
+{
+    struct fixture fx;
+    five_commits(at("orig"), &fx.last, &fx.done);
+    fx.whole = slurp(at("orig"), &fx.len);
+    return fx;
+}
+
 static void test_torn(void)
 {
-    const char *orig = at("torn.orig"), *p = at("torn");
-    uint64_t last, done;
-    size_t len;
+    const char *p = at("torn");
     char why[700] = "";
-    five_commits(orig, &last, &done);
-    uint8_t *whole = slurp(orig, &len);
+    struct fixture fx = fixture();
+    uint8_t *whole = fx.whole;
+    size_t len = fx.len;
+    uint64_t last = fx.last, done = fx.done;
     static const char *what[] = {"cut there", "zeros after it to the write's end",
                                  "garbage after it to the write's end"};
     for (int f = NONE; f <= GARBAGE; f++) {
@@ -171,12 +187,11 @@ static int refused(const char *p, const uint8_t *whole, size_t len, size_t off, 
 
 static void test_damage(void)
 {
-    const char *orig = at("damage.orig"), *p = at("damage");
-    uint64_t last, done;
-    size_t len;
+    struct fixture fx = fixture();
     char why[700] = "";
-    five_commits(orig, &last, &done);
-    uint8_t *whole = slurp(orig, &len);
+    const char *p = at("damage");
+    const uint8_t *whole = fx.whole;
+    size_t len = fx.len, last = fx.last;
     static const char *what[] = {"inserted", "deleted", "flipped"};
     for (int e = INSERT; e <= FLIP; e++) {
         int good = 1;
@@ -189,7 +204,7 @@ static void test_damage(void)
     }
     ok(refused(p, whole, len, last, INSERT, why, sizeof why),
        "a byte inserted just before the last write: refused%s", why);
-    free(whole);
+    free(fx.whole);
 }
 
 int main(void)
