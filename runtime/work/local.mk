@@ -35,6 +35,13 @@ runtime_work_libcohort_work_journal_la_SOURCES = runtime/work/journal.h \
 runtime_work_libcohort_work_journal_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
 runtime_work_libcohort_work_journal_la_LIBADD = $(CRYPTO_LIBS)
 
+## How long a hostile journal takes to read (`make bench/journal_bench`;
+## numbers in docs/performance.md, "Reading a journal").
+EXTRA_PROGRAMS += bench/journal_bench
+bench_journal_bench_LDADD = runtime/work/libcohort_work_journal.la \
+	runtime/work/libcohort_work_sched.la runtime/planner/libcohort_planner_base.la
+bench_journal_bench_LDFLAGS = -no-install
+
 bin_PROGRAMS += runtime/tools/cohort-work
 runtime_tools_cohort_work_SOURCES = runtime/tools/cohort-work.c
 runtime_tools_cohort_work_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
