@@ -164,12 +164,19 @@ clean-local:
 TESTS += tests/hardening.sh
 EXTRA_DIST += tests/hardening.sh
 
-# The work queue's journal: replay, torn tails at every cut, damage, other
-# queues, the lock, and cohort-work over journals written independently.
-check_PROGRAMS += tests/unit/test_journal
-TESTS += tests/unit/test_journal tests/cohort-work.sh
-EXTRA_DIST += tests/cohort-work.sh
+# The work queue's journal: replay, other queues, the lock; the file it
+# must be (no link, writable by its owner alone); torn tails against
+# damage; reading in linear time (counted); and cohort-work over journals
+# written independently.
+check_PROGRAMS += tests/unit/test_journal tests/unit/test_journal_file \
+	tests/unit/test_journal_torn tests/unit/test_journal_linear
+TESTS += tests/unit/test_journal tests/unit/test_journal_file tests/unit/test_journal_torn \
+	tests/unit/test_journal_linear tests/cohort-work.sh
+EXTRA_DIST += tests/cohort-work.sh tests/unit/journal_test.h
 tests_unit_test_journal_LDADD = runtime/work/libcohort_work_journal.la $(UNIT_LDADD)
+tests_unit_test_journal_file_LDADD = $(tests_unit_test_journal_LDADD)
+tests_unit_test_journal_torn_LDADD = $(tests_unit_test_journal_LDADD)
+tests_unit_test_journal_linear_LDADD = $(tests_unit_test_journal_LDADD)
 
 # The Python package: every call, its errors and the ctypes prototypes
 # against the headers (pytest, as TAP); the two PyTorch examples on the

@@ -52,7 +52,9 @@ struct cohort_work;
 
 struct cohort_work_opts {
     size_t size;         /* sizeof(struct cohort_work_opts), so the struct can grow */
-    const char *journal; /* NULL: none; else a file (shared filesystem) to resume from */
+    const char *journal; /* NULL: none; else a file (shared filesystem) to resume from: the
+                            user's own, not a symbolic link, one hard link, not writable by
+                            group or others (docs/work.md, "The journal") */
     int lease_timeout_s; /* 0: default (60); a lease not committed by then is taken back */
     int max_attempts;    /* 0: default 3; an item that failed this often is set aside */
 };

@@ -1,12 +1,15 @@
 /* cohort-work.c - tells what a work queue's journal holds: the items done,
  * set aside (with their attempts) and remaining, as text or JSON. It only
  * reads the journal, without its lock, so it may run while the queue's
- * coordinator writes it. Exit status: 0, 1 a journal that cannot be read
- * or is damaged, 2 bad usage. */
+ * coordinator writes it. The queue's name, the path and error lines are
+ * printed with control bytes escaped: the journal may be another user's.
+ * Exit status: 0, 1 a journal that cannot be read or is damaged, 2 bad
+ * usage. */
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
@@ -31,10 +34,54 @@ static int bad_usage(const char *what, const char *arg)
     return 2;
 }
 
+/* The bytes of a UTF-8 character at p that is not a control (C1 included),
+ * or 0 (a control, or not UTF-8). */
+static size_t utf8_printable(const unsigned char *p)
+{
+    if (p[0] >= 0x20 && p[0] < 0x7f)
+        return 1;
+    size_t n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+             : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    unsigned lo = p[0] == 0xe0 ? 0xa0 : p[0] == 0xf0 ? 0x90 : 0x80; /* not overlong */
+    unsigned hi = p[0] == 0xed ? 0x9f : p[0] == 0xf4 ? 0x8f : 0xbf; /* no surrogate, <= U+10FFFF */
+    if (n == 0 || p[1] < lo || p[1] > hi || (p[0] == 0xc2 && p[1] < 0xa0)) /* C1 controls */
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (p[i] < 0x80 || p[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+/* s, malloc'd, with what a terminal could act on written as \xNN (control
+ * bytes, DEL, C1 controls, bytes that are not UTF-8) and a backslash as
+ * \\; NULL when out of memory. */
+static char *escaped(const char *s)
+{
+    char *out = malloc(4 * strlen(s) + 1), *o = out;
+    const unsigned char *p = (const unsigned char *)s;
+    while (out && *p) {
+        size_t n = *p == '\\' ? 0 : utf8_printable(p);
+        if (n == 0) {
+            o += sprintf(o, *p == '\\' ? "\\\\" : "\\x%02x", *p);
+            p++;
+        } else {
+            memcpy(o, p, n);
+            o += n;
+            p += n;
+        }
+    }
+    if (out)
+        *o = 0;
+    return out;
+}
+
 static void print_text(const char *path, const struct journal_summary *s)
 {
-    printf("journal:   %s (%" PRIu64 " bytes)\n", path, s->size);
-    printf("queue:     '%s', %" PRIu64 " items\n", s->name, s->n_items);
+    char *p = escaped(path), *name = escaped(s->name);
+    printf("journal:   %s (%" PRIu64 " bytes)\n", p ? p : "?", s->size);
+    printf("queue:     '%s', %" PRIu64 " items\n", name ? name : "?", s->n_items);
+    free(p);
+    free(name);
     printf("done:      %" PRIu64 "\n", s->committed);
     printf("set aside: %zu", s->n_aside);
     for (size_t i = 0; i < s->n_aside && i < TEXT_ASIDE_MAX; i++)
@@ -50,19 +97,31 @@ static void print_text(const char *path, const struct journal_summary *s)
         printf("torn tail: none\n");
 }
 
+/* The queue's name as a JSON string: as it is when it is UTF-8 (jansson
+ * escapes its controls), else escaped as in the text. */
+static json_t *json_name(const char *name)
+{
+    json_t *j = json_string(name);
+    char *e = j ? NULL : escaped(name);
+    if (e)
+        j = json_string(e);
+    free(e);
+    return j;
+}
+
 static int print_json(const struct journal_summary *s)
 {
     json_t *ids = json_array();
     for (size_t i = 0; i < s->n_aside; i++)
         json_array_append_new(ids, json_pack("{s:I, s:I}", "id", (json_int_t)s->aside[i].id,
                                              "attempts", (json_int_t)s->aside[i].attempts));
-    json_t *root = json_pack("{s:s, s:I, s:I, s:I, s:o, s:I, s:I}", "queue", s->name,
+    json_t *root = json_pack("{s:o, s:I, s:I, s:I, s:o, s:I, s:I}", "queue", json_name(s->name),
                              "n_items", (json_int_t)s->n_items, "committed",
                              (json_int_t)s->committed, "set_aside", (json_int_t)s->n_aside,
                              "set_aside_ids", ids, "remaining", (json_int_t)s->remaining,
                              "torn_tail_bytes", (json_int_t)s->torn_bytes);
     int rc = root && json_array_size(ids) == s->n_aside
-                 ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
+                 ? json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII)
                  : -1;
     json_decref(root);
     if (rc == 0)
@@ -75,7 +134,9 @@ static int status(const char *path, int json)
     struct journal_summary s;
     struct cohort_err err;
     if (journal_summary(path, &s, &err) < 0) {
-        fprintf(stderr, "cohort-work: %s\n", err.msg);
+        char *line = escaped(err.msg);
+        fprintf(stderr, "cohort-work: %s\n", line ? line : err.msg);
+        free(line);
         return 1;
     }
     int rc = 0;

@@ -10,7 +10,7 @@
 #include "coord_private.h"
 #include "journal.h"
 
-/* The committed spans replayed, for the scheduler in one call. */
+/* The committed runs replayed, for the scheduler in one call. */
 struct replayed {
     struct sched_span *spans;
     size_t n, cap;
@@ -47,8 +47,10 @@ int coord_journal_open(struct coord *co, struct cohort_err *err)
         return -1;
     uint64_t torn = journal_torn_bytes(co->journal);
     if (torn)
-        fprintf(stderr, "cohort: work '%s': the journal %s ended in an incomplete record "
-                        "(%llu bytes, a write cut short): ignored and cut away\n",
+        fprintf(stderr, "cohort: work '%s': the journal %s ended in a write that did not "
+                        "complete (%llu bytes, its last group commit, cut short by a crash): "
+                        "ignored and cut away; the items it would have committed are done "
+                        "again\n",
                 co->cfg->name, co->cfg->journal, (unsigned long long)torn);
     return 0;
 }

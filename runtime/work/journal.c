@@ -1,8 +1,8 @@
 /* journal.c - the coordinator's side of the journal: creating or checking
  * and replaying the file under its lock, cutting a torn tail away, and the
- * group commit (records gathered in memory, one write and one fdatasync a
- * round). See journal.h; the format and the pass over the records are in
- * journal_read.c. */
+ * group commit (records gathered in memory into a frame, one write and one
+ * fdatasync a round). See journal.h; the format is in journal_format.c,
+ * the pass over the frames in journal_read.c. */
 #include "journal_private.h"
 
 #include <errno.h>
@@ -21,12 +21,17 @@ struct journal {
     int fd;
     char *path;
     uint64_t n_items;
-    uint64_t end;       /* where the next record goes: the end of the last synced one */
-    uint64_t torn;      /* bytes of the torn tail journal_open cut away */
-    struct jspans done; /* ids committed: replayed, and added since */
-    uint8_t *buf;       /* records the next sync writes */
+    uint64_t key;         /* the header's check, which every frame's covers */
+    uint64_t end;         /* where the next frame goes: the end of the last synced one */
+    uint64_t seq;         /* the number of the next frame written */
+    uint64_t torn;        /* bytes of the torn tail journal_open cut away */
+    struct jspans replayed; /* ids committed when it was opened */
+    struct jtree added;   /* ids committed since */
+    uint8_t *buf;         /* the frames the next sync writes, the last one open */
     size_t len, cap;
-    size_t open;        /* where in buf the COMMITTED record being filled begins */
+    size_t frame;         /* where in buf the open frame begins */
+    size_t closed;        /* frames in buf before it */
+    size_t open;          /* where in buf the COMMITTED record being filled begins */
     int failed;
     struct cohort_err why; /* the failure every later call repeats */
 };
@@ -96,24 +101,17 @@ static int sync_dir(const char *path)
     return rc;
 }
 
-/* Opens (creating when missing) a regular file: *size its bytes. */
+/* Opens (creating when missing) the file: *size its bytes. */
 static int file_open(struct journal *j, int *created, uint64_t *size, struct cohort_err *err)
 {
     struct stat st;
-    j->fd = open(j->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0644);
-    *created = j->fd >= 0;
-    if (j->fd < 0 && errno == EEXIST)
-        j->fd = open(j->path, O_RDWR | O_CLOEXEC | O_NONBLOCK);
-    if (j->fd < 0 || fstat(j->fd, &st) < 0)
+    if ((j->fd = jfile_open(j->path, 1, created, &j->why)) < 0) {
+        j->failed = 1;
+        return again(j, err);
+    }
+    if (fstat(j->fd, &st) < 0)
         return broken(j, err, COHORT_E_CONFIG, "cannot open journal %s: %s", j->path,
                       strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return broken(j, err, COHORT_E_CONFIG, "journal %s is not a regular file", j->path);
-    if (st.st_uid != geteuid()) /* planted by another user, it could claim items done */
-        return broken(j, err, COHORT_E_AUTH,
-                      "journal %s belongs to uid %u, not to this user (uid %u): give a path "
-                      "only you can write",
-                      j->path, (unsigned)st.st_uid, (unsigned)geteuid());
     *size = (uint64_t)st.st_size;
     return 0;
 }
@@ -146,9 +144,9 @@ static int file_header(struct journal *j, const char *name, int created, uint64_
                        struct cohort_err *err)
 {
     uint8_t want[JHDR_LEN], have[JHDR_LEN];
-    char hname[JOURNAL_NAME_MAX + 1];
-    uint64_t hn;
+    struct jhdr h;
     jhdr_encode(want, name, j->n_items);
+    j->key = jget64(want + JHDR_LEN - JCHECK_LEN);
     ssize_t got = jread_at(j->fd, have, sizeof have, 0);
     if (got < 0)
         return broken(j, err, COHORT_E_CONFIG, "cannot read journal %s: %s", j->path,
@@ -161,32 +159,32 @@ static int file_header(struct journal *j, const char *name, int created, uint64_
         *size = JHDR_LEN;
         return 0;
     }
-    const char *why = jhdr_decode(have, (size_t)got, hname, &hn);
-    if (why) {
-        jhdr_fail(&j->why, j->path, why);
+    if (jhdr_decode(have, (size_t)got, j->path, &h, &j->why) < 0) {
         j->failed = 1;
         return again(j, err);
     }
-    if (strcmp(hname, name) != 0 || hn != j->n_items)
+    if (strcmp(h.name, name) != 0 || h.n_items != j->n_items)
         return broken(j, err, COHORT_E_CONFIG,
                       "journal %s belongs to queue '%s' of %" PRIu64 " items, not '%s' of %" PRIu64
                       ": give this queue another journal, or open it with the name and size "
                       "the journal was made for",
-                      j->path, hname, hn, name, j->n_items);
+                      j->path, h.name, h.n_items, name, j->n_items);
     return 0;
 }
 
-/* Replays the records; a torn tail is cut away, so appends follow the
- * last valid record. */
+/* Replays the frames; a torn tail is cut away, so that appends follow the
+ * last valid frame. */
 static int replay(struct journal *j, uint64_t size, journal_replay_fn fn, void *ctx,
                   struct cohort_err *err)
 {
-    struct jscan s = {j->path, j->fd, size, j->n_items, &j->done, fn, ctx, 0};
+    struct jscan s = {.path = j->path, .fd = j->fd, .size = size, .n_items = j->n_items,
+                      .key = j->key, .done = &j->replayed, .fn = fn, .ctx = ctx};
     if (jscan_records(&s, &j->why) < 0) {
         j->failed = 1;
         return again(j, err);
     }
     j->end = s.end;
+    j->seq = s.frames;
     j->torn = size - s.end;
     if (j->torn && (ftruncate(j->fd, (off_t)s.end) < 0 || datasync(j->fd) < 0))
         return broken(j, err, COHORT_E_RESOURCE,
@@ -212,7 +210,7 @@ int journal_open(const char *path, const char *name, uint64_t n_items, journal_r
     }
     j->fd = -1;
     j->n_items = n_items;
-    j->open = NO_OPEN;
+    j->frame = j->open = NO_OPEN;
     int created;
     uint64_t size;
     if (file_open(j, &created, &size, err) < 0 || file_lock(j, err) < 0 ||
@@ -244,19 +242,43 @@ static int reserve(struct journal *j, size_t more)
     return 0;
 }
 
-/* Ends the COMMITTED record being filled: its length and check (room for
- * the check was reserved with its last span). */
+/* Ends the COMMITTED record being filled: its type and length. */
 static void close_open(struct journal *j)
 {
     if (j->open == NO_OPEN)
         return;
     uint8_t *r = j->buf + j->open;
-    size_t body = j->len - j->open - JREC_HEAD;
     r[0] = JOURNAL_COMMITTED;
-    jput32(r + 1, (uint32_t)body);
-    jcheck(j->end + j->open, r, JREC_HEAD + body, j->buf + j->len);
-    j->len += JCHECK_LEN;
+    jput32(r + 1, (uint32_t)(j->len - j->open - JREC_HEAD));
     j->open = NO_OPEN;
+}
+
+/* Ends the open frame: its head, numbered after the frames before it. */
+static void close_frame(struct journal *j)
+{
+    if (j->frame == NO_OPEN)
+        return;
+    close_open(j);
+    jframe_seal(j->buf + j->frame, j->key, j->seq + j->closed,
+                (uint32_t)(j->len - j->frame - JFRAME_HEAD));
+    j->closed++;
+    j->frame = NO_OPEN;
+}
+
+/* Room for need more bytes of records in the open frame (a new one begun
+ * when there is none, or when they would take it past JFRAME_MAX): 0, or
+ * -1 when out of memory. */
+static int room(struct journal *j, size_t need)
+{
+    if (j->frame != NO_OPEN && j->len - j->frame - JFRAME_HEAD + need > JFRAME_MAX)
+        close_frame(j);
+    if (reserve(j, JFRAME_HEAD + need) < 0)
+        return -1;
+    if (j->frame == NO_OPEN) {
+        j->frame = j->len;
+        j->len += JFRAME_HEAD;
+    }
+    return 0;
 }
 
 static int oom(struct journal *j, struct cohort_err *err)
@@ -273,11 +295,11 @@ static int add_span(struct journal *j, uint64_t lo, uint64_t hi, struct cohort_e
         return broken(j, err, COHORT_E_USAGE,
                       "journal %s: id %" PRIu64 " committed beyond the queue's %" PRIu64 " items",
                       j->path, hi - 1, j->n_items);
-    int rc = jspans_add(&j->done, lo, hi, &dup);
+    int rc = jspans_overlap(&j->replayed, lo, hi, &dup) ? 1 : jtree_add(&j->added, lo, hi, &dup);
     if (rc > 0)
         return broken(j, err, COHORT_E_USAGE,
                       "journal %s: id %" PRIu64 " committed a second time", j->path, dup);
-    if (rc < 0 || reserve(j, JREC_HEAD + JSPAN_LEN + JCHECK_LEN) < 0)
+    if (rc < 0)
         return oom(j, err);
     if (j->open != NO_OPEN) {
         uint8_t *last = j->buf + j->len - JSPAN_LEN;
@@ -285,9 +307,9 @@ static int add_span(struct journal *j, uint64_t lo, uint64_t hi, struct cohort_e
             jput64(last + 8, hi);
             return 0;
         }
-        if (j->len - j->open - JREC_HEAD + JSPAN_LEN > JOURNAL_RECORD_MAX)
-            close_open(j);
     }
+    if (room(j, JREC_HEAD + JSPAN_LEN) < 0)
+        return oom(j, err);
     if (j->open == NO_OPEN) {
         j->open = j->len;
         j->len += JREC_HEAD;
@@ -327,15 +349,14 @@ int journal_add_set_aside(struct journal *j, uint64_t id, uint32_t attempts,
                       "journal %s: id %" PRIu64 " set aside beyond the queue's %" PRIu64 " items",
                       j->path, id, j->n_items);
     close_open(j);
-    if (reserve(j, JREC_HEAD + JASIDE_LEN + JCHECK_LEN) < 0)
+    if (room(j, JREC_HEAD + JASIDE_LEN) < 0)
         return oom(j, err);
     uint8_t *r = j->buf + j->len;
     r[0] = JOURNAL_SET_ASIDE;
     jput32(r + 1, JASIDE_LEN);
     jput64(r + JREC_HEAD, id);
     jput32(r + JREC_HEAD + 8, attempts);
-    jcheck(j->end + j->len, r, JREC_HEAD + JASIDE_LEN, r + JREC_HEAD + JASIDE_LEN);
-    j->len += JREC_HEAD + JASIDE_LEN + JCHECK_LEN;
+    j->len += JREC_HEAD + JASIDE_LEN;
     return 0;
 }
 
@@ -343,16 +364,18 @@ int journal_sync(struct journal *j, struct cohort_err *err)
 {
     if (j->failed)
         return again(j, err);
-    close_open(j);
-    if (j->len == 0)
-        return 0;
-    if (write_all(j->fd, j->buf, j->len, j->end) < 0 || datasync(j->fd) < 0)
-        return broken(j, err, COHORT_E_RESOURCE,
-                      "cannot write journal %s: %s; the commits since its last sync are not "
-                      "durable: fix this and rerun the step to resume from the journal",
-                      j->path, strerror(errno));
-    j->end += j->len;
-    j->len = 0;
+    close_frame(j);
+    for (size_t at = 0, n; at < j->len; at += n) { /* each frame its own write and sync */
+        n = JFRAME_HEAD + jget32(j->buf + at + 4);
+        if (write_all(j->fd, j->buf + at, n, j->end) < 0 || datasync(j->fd) < 0)
+            return broken(j, err, COHORT_E_RESOURCE,
+                          "cannot write journal %s: %s; the commits since its last sync are not "
+                          "durable: fix this and rerun the step to resume from the journal",
+                          j->path, strerror(errno));
+        j->end += n;
+        j->seq++;
+    }
+    j->len = j->closed = 0;
     return 0;
 }
 
@@ -362,7 +385,8 @@ void journal_close(struct journal *j)
         return;
     if (j->fd >= 0)
         close(j->fd);
-    jspans_free(&j->done);
+    jspans_free(&j->replayed);
+    jtree_free(&j->added);
     free(j->buf);
     free(j->path);
     free(j);

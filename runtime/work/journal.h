@@ -2,34 +2,68 @@
  * filesystem, written only by the queue's coordinator, that makes every
  * committed item durable and lets a later step resume the queue.
  *
- * Format (every integer big-endian):
- *   header, 156 bytes: "COHORTJ1", n_items (u64), the name's length (u32),
- *     the name zero-padded to JOURNAL_NAME_MAX bytes, check (8 bytes);
- *   records, appended after it: type (u8), body length (u32), body,
- *     check (8 bytes):
+ * Format 2 (every integer big-endian):
+ *   header, 156 bytes: "COHORTJ2", n_items (u64), the name's length (u32),
+ *     the name zero-padded to JOURNAL_NAME_MAX bytes, check (8 bytes: the
+ *     first 8 bytes of the SHA-256, Nettle's, of the 148 bytes before it);
+ *   frames, appended after it, one per write: a head of 32 bytes, mark
+ *     "CJFR", the records' length (u32, at most 4 MiB), the frame's
+ *     number (u64: 0 for the first, then one more each), the records'
+ *     check (SHA-256 as above), the head's check (a 64-bit mix of the
+ *     header's check and the head's three words before it); then the
+ *     records, each type (u8), body length (u32), body:
  *     JOURNAL_COMMITTED (1): spans, each lo (u64) and hi (u64): ids lo..hi-1;
  *     JOURNAL_SET_ASIDE (2): id (u64), attempts (u32).
- *   check: the first 8 bytes of the SHA-256 (Nettle) of the byte offset
- *   where the header or record begins (u64) and its bytes before check.
+ *   A journal of another format (format 1, records without frames, written
+ *   before this one) is refused with a line saying so.
  *
  * Durability: journal_sync writes the records added since the last sync
- * with one write and fdatasyncs: the group commit. A commit is durable once
- * journal_sync returned 0; the coordinator answers commits only after it.
+ * as one frame, with one write, and fdatasyncs: the group commit (more
+ * than 4 MiB of records go as several frames, each written and
+ * synced in turn). A commit is durable once journal_sync returned 0; the
+ * coordinator answers commits only after it. A frame counts whole or not
+ * at all.
  *
- * A torn tail or damage: a crash can leave the last write incomplete. A
- * record that is bad (cut short, an unknown type or length, a wrong check)
- * with no valid record anywhere after it is a torn tail: it is ignored, and
- * journal_open cuts it away. A bad record with a valid one after it, a bad
- * header, an id beyond the queue, or an id committed twice is damage: the
- * journal is refused, naming its byte offset.
+ * A torn tail or damage: a crash can leave only the last write incomplete:
+ * a prefix of it, the rest up to the file's end zeros or garbage, or its
+ * pages written out of order. So a bad frame (cut short, a bad head,
+ * records that do not match its check) is a torn tail when no head of a
+ * frame of this journal numbered as it or later begins anywhere after it:
+ * it is ignored, and journal_open cuts it away; its commits had not been
+ * answered (a last frame damaged after its sync is dropped the same way:
+ * nothing tells the two apart). A bad frame with such a head after it is
+ * damage (a byte inserted, deleted or changed before the last write moves
+ * or breaks its frame but not the head of the frame after it), and so are
+ * a frame out of order, a bad header, records that do not parse in a frame
+ * whose check holds, an id beyond the queue and an id committed twice: the
+ * journal is refused with one line naming the byte offset, and nothing
+ * after it is ever dropped. Heads carry no offset, so a head that moved is
+ * still found; they are numbered, so that stale pages of an earlier frame
+ * are not taken for a later one.
+ *
+ * Cost: a pass reads each byte of the file at most three times (the frame
+ * pass, once more from a bad frame on looking for a later head, whose
+ * check is a few multiplications, and a second pass to name the record of
+ * an id committed twice), hashes each byte once, and sorts the committed
+ * spans in batches (a radix sort and a merge: at most about 20 moves a
+ * span), so that any journal, however crafted, reads in time linear in its
+ * size. The writer adds its commits to a balanced tree: logarithmic in any
+ * order.
  *
  * Memory: the committed ids (for the check that none is committed twice)
- * are kept as a sorted set of disjoint runs of consecutive ids, 16 bytes a
- * run, never a bitmap: a queue of 10^9 items costs what its holes cost
- * (about the leases outstanding at a time). Adding a run costs a binary
- * search and a move of the runs above it, which are few since leases go
- * out in ascending order (200000 leases committed in random order replay
- * in about 0.6 s).
+ * are kept as sorted, disjoint runs of consecutive ids, 16 bytes a run
+ * (32 in the writer's tree), never a bitmap: a queue of 10^9 items costs
+ * what its holes cost (about the leases outstanding at a time); a pass
+ * holds at most a quarter as many spans again waiting to be merged, and
+ * scratch for their sort (16 bytes each).
+ *
+ * The file: journal_open and journal_summary open the path itself, never
+ * through a symbolic link (a link in a shared directory could lead a step
+ * to another journal, e.g. the user's own finished one of the same queue,
+ * and the step would believe its queue done); a link to a directory on the
+ * way is followed. The file must be a regular file with one hard link
+ * that its group and others cannot write; journal_open also wants it to
+ * belong to this user. A new journal is created 0644 (less the umask).
  *
  * Locking: journal_open takes a POSIX fcntl write lock on the whole file,
  * so that two steps' coordinators cannot write one journal. Such locks
@@ -46,24 +80,25 @@
 
 #define JOURNAL_NAME_MAX 128
 #define JOURNAL_MAX_ITEMS ((uint64_t)INT64_MAX) /* ids stay exact in JSON */
-#define JOURNAL_RECORD_MAX (1u << 20)           /* bytes of one record's body */
 
 enum journal_event_kind {
     JOURNAL_COMMITTED = 1,
     JOURNAL_SET_ASIDE = 2,
 };
 
-/* One replayed fact, in the order the journal holds them. */
+/* One replayed fact. */
 struct journal_event {
     enum journal_event_kind kind;
     uint64_t lo, hi;   /* COMMITTED: ids lo..hi-1; SET_ASIDE: the id is lo, hi = lo + 1 */
     uint32_t attempts; /* SET_ASIDE: the attempts the item had */
 };
 
-/* Called by journal_open for each committed span and set-aside id,
- * already checked (in range; no id committed twice). Returns 0, or -1 with
- * err to stop journal_open, which then fails with that err. An id set
- * aside may be committed by a later record (a later step took it again). */
+/* Called by journal_open for each set-aside id as the pass meets it (in
+ * range), then, once the whole journal is checked, for each run of
+ * committed ids, ascending and maximal. Returns 0, or -1 with err to stop
+ * journal_open, which then fails with that err. When journal_open fails,
+ * whatever fn gathered is to be discarded. An id set aside may be
+ * committed by a later record (a later step took it again). */
 typedef int (*journal_replay_fn)(void *ctx, const struct journal_event *ev,
                                  struct cohort_err *err);
 
@@ -74,10 +109,11 @@ struct journal;
  * A missing or empty file gets its header (synced; a new file's directory
  * entry too); so does a file that holds only the beginning of this queue's
  * header (a creation that was interrupted). Otherwise the
- * header is checked and every record replayed through fn (may be NULL)
+ * header is checked and every frame replayed through fn (may be NULL)
  * with ctx before returning; a torn tail is cut away. Returns 0, or -1
  * with one line in err: the path cannot be opened or locked (another
- * step's coordinator holds it: its pid), the journal belongs to another
+ * step's coordinator holds it: its pid), the file is refused (see "The
+ * file" above), the journal belongs to another
  * queue or size, it is damaged (the byte offset), or out of memory. */
 int journal_open(const char *path, const char *name, uint64_t n_items, journal_replay_fn fn,
                  void *ctx, struct journal **out, struct cohort_err *err);
@@ -126,7 +162,7 @@ struct journal_summary {
 };
 
 /* Reads the journal at path without locking or changing it: only whole
- * valid records count, so it may run while a coordinator writes. Returns
+ * valid frames count, so it may run while a coordinator writes. Returns
  * 0, or -1 with one line in err (as journal_open, and nothing to free).
  * The journal's own name and size are taken, not checked. */
 int journal_summary(const char *path, struct journal_summary *s, struct cohort_err *err);

@@ -1,178 +1,18 @@
-/* journal_read.c - the journal's format (big-endian integers, checks,
- * the header), the set of committed ids, the pass over the records that
- * tells a torn tail from damage, and the read-only summary (see journal.h
- * and journal_private.h). */
+/* journal_read.c - the pass over a journal's frames (see journal.h and
+ * journal_private.h): each checked and its records replayed, a torn tail
+ * told from damage, in time and reads linear in the file whatever it
+ * holds; and the read-only summary cohort-work prints. */
 #include "journal_private.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define JMAGIC "COHORTJ1"
-#define JWIN_MIN (64u << 10) /* bytes read at once while scanning */
-
-void jput32(uint8_t *p, uint32_t v)
-{
-    for (int i = 3; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-void jput64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-}
-
-uint32_t jget32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-uint64_t jget64(const uint8_t *p)
-{
-    return (uint64_t)jget32(p) << 32 | jget32(p + 4);
-}
-
-void jcheck(uint64_t off, const uint8_t *p, size_t len, uint8_t out[JCHECK_LEN])
-{
-    struct sha256_ctx c;
-    uint8_t o[8];
-    jput64(o, off);
-    sha256_init(&c);
-    sha256_update(&c, sizeof o, o);
-    sha256_update(&c, len, p);
-    sha256_digest(&c, JCHECK_LEN, out);
-}
-
-void jhdr_encode(uint8_t h[JHDR_LEN], const char *name, uint64_t n_items)
-{
-    size_t nl = strlen(name);
-    memset(h, 0, JHDR_LEN);
-    memcpy(h, JMAGIC, 8);
-    jput64(h + 8, n_items);
-    jput32(h + 16, (uint32_t)nl);
-    memcpy(h + 20, name, nl);
-    jcheck(0, h, JHDR_LEN - JCHECK_LEN, h + JHDR_LEN - JCHECK_LEN);
-}
-
-const char *jhdr_decode(const uint8_t *h, size_t len, char name[JOURNAL_NAME_MAX + 1],
-                        uint64_t *n_items)
-{
-    uint8_t c[JCHECK_LEN];
-    if (len < JHDR_LEN)
-        return len >= 8 && memcmp(h, JMAGIC, 8) == 0 ? "cut short" : "not a cohort journal";
-    if (memcmp(h, JMAGIC, 7) != 0)
-        return "not a cohort journal";
-    if (h[7] != JMAGIC[7])
-        return "a journal of another format version";
-    jcheck(0, h, JHDR_LEN - JCHECK_LEN, c);
-    if (memcmp(c, h + JHDR_LEN - JCHECK_LEN, JCHECK_LEN) != 0)
-        return "a wrong checksum";
-    uint32_t nl = jget32(h + 16);
-    *n_items = jget64(h + 8);
-    if (nl > JOURNAL_NAME_MAX || memchr(h + 20, 0, nl) || *n_items > JOURNAL_MAX_ITEMS)
-        return "a bad queue name or size";
-    memcpy(name, h + 20, nl);
-    name[nl] = 0;
-    return NULL;
-}
-
-int jhdr_fail(struct cohort_err *err, const char *path, const char *why)
-{
-    return cohort_fail_code(err, COHORT_E_CONFIG,
-                            "journal %s has a bad header at byte 0 (%s): give this queue "
-                            "another journal, or if this is its damaged journal, move it "
-                            "away to start the queue afresh",
-                            path, why);
-}
-
-ssize_t jread_at(int fd, void *buf, size_t len, uint64_t off)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    return (ssize_t)got;
-}
-
-/* ---- the set of committed ids ---- */
-
-/* The first run that ends at or after id (s->n: none). */
-static size_t runs_from(const struct jspans *s, uint64_t id)
-{
-    size_t a = 0, b = s->n;
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (s->r[m].hi < id)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a;
-}
-
-int jspans_add(struct jspans *s, uint64_t lo, uint64_t hi, uint64_t *dup)
-{
-    size_t i = runs_from(s, lo);
-    int left = i < s->n && s->r[i].hi == lo; /* run i ends where the new one begins */
-    size_t j = left ? i + 1 : i;             /* the first run that may overlap or follow */
-    if (j < s->n && s->r[j].lo < hi) {
-        *dup = s->r[j].lo > lo ? s->r[j].lo : lo;
-        return 1;
-    }
-    int right = j < s->n && s->r[j].lo == hi;
-    if (left && right) {
-        s->r[i].hi = s->r[j].hi;
-        memmove(&s->r[j], &s->r[j + 1], (s->n - j - 1) * sizeof *s->r);
-        s->n--;
-    } else if (left) {
-        s->r[i].hi = hi;
-    } else if (right) {
-        s->r[j].lo = lo;
-    } else {
-        if (s->n == s->cap) {
-            size_t ncap = s->cap ? s->cap * 2 : 16;
-            struct jrun *nr = ncap <= SIZE_MAX / sizeof *nr ? realloc(s->r, ncap * sizeof *nr)
-                                                            : NULL;
-            if (!nr)
-                return -1;
-            s->r = nr;
-            s->cap = ncap;
-        }
-        memmove(&s->r[j + 1], &s->r[j], (s->n - j) * sizeof *s->r);
-        s->r[j] = (struct jrun){lo, hi};
-        s->n++;
-    }
-    s->count += hi - lo;
-    return 0;
-}
-
-int jspans_has(const struct jspans *s, uint64_t id)
-{
-    size_t i = runs_from(s, id);
-    return i < s->n && s->r[i].lo <= id && id < s->r[i].hi;
-}
-
-void jspans_free(struct jspans *s)
-{
-    free(s->r);
-    *s = (struct jspans){0};
-}
-
-/* ---- the pass over the records ---- */
+#define JWIN_MIN (1u << 20) /* bytes read at once */
 
 /* A window of the file, read a large piece at a time. */
 struct jwin {
@@ -180,7 +20,8 @@ struct jwin {
     uint64_t size;
     uint8_t *buf;
     size_t cap, len;
-    uint64_t at; /* the file offset of buf[0] */
+    uint64_t at;    /* the file offset of buf[0] */
+    uint64_t *read; /* bytes read, counted */
 };
 
 /* Points *p at the len bytes at off: 1; 0 when the file ends before
@@ -205,55 +46,11 @@ static int win_get(struct jwin *w, uint64_t off, size_t len, const uint8_t **p)
     ssize_t got = jread_at(w->fd, w->buf, want, off);
     if (got < 0)
         return -1;
+    *w->read += (uint64_t)got;
     w->at = off;
     w->len = (size_t)got;
     *p = w->buf;
     return w->len >= len; /* shorter: the file shrank under a reader */
-}
-
-struct jrec {
-    uint8_t type;
-    uint32_t len;
-    const uint8_t *body; /* valid until the next win_get */
-    uint64_t next;       /* the offset after it */
-};
-
-static int len_ok(uint8_t type, uint32_t len)
-{
-    if (type == JOURNAL_COMMITTED)
-        return len > 0 && len <= JOURNAL_RECORD_MAX && len % JSPAN_LEN == 0;
-    return len == JASIDE_LEN;
-}
-
-/* The record at off: 1 valid, 0 bad (*why says how), -1 with errno. */
-static int rec_at(struct jwin *w, uint64_t off, struct jrec *r, const char **why)
-{
-    const uint8_t *p;
-    uint8_t c[JCHECK_LEN];
-    *why = "cut short";
-    int rc = win_get(w, off, JREC_HEAD, &p);
-    if (rc <= 0)
-        return rc;
-    r->type = p[0];
-    r->len = jget32(p + 1);
-    if (r->type != JOURNAL_COMMITTED && r->type != JOURNAL_SET_ASIDE) {
-        *why = "an unknown record type";
-        return 0;
-    }
-    if (!len_ok(r->type, r->len)) {
-        *why = "a bad record length";
-        return 0;
-    }
-    if ((rc = win_get(w, off, JREC_HEAD + r->len + JCHECK_LEN, &p)) <= 0)
-        return rc;
-    jcheck(off, p, JREC_HEAD + r->len, c);
-    if (memcmp(c, p + JREC_HEAD + r->len, JCHECK_LEN) != 0) {
-        *why = "a wrong checksum";
-        return 0;
-    }
-    r->body = p + JREC_HEAD;
-    r->next = off + JREC_HEAD + r->len + JCHECK_LEN;
-    return 1;
 }
 
 static int damaged(const struct jscan *s, uint64_t off, const char *why,
@@ -272,53 +69,210 @@ static int read_fail(const struct jscan *s, struct cohort_err *err)
                             "cannot read journal %s: %s", s->path, strerror(errno));
 }
 
-/* The bad record at off is a torn tail when no valid record begins after
- * it (a crash cut the last write); else the journal is damaged there. */
-static int torn_or_damaged(struct jscan *s, struct jwin *w, uint64_t off, const char *why,
-                           struct cohort_err *err)
+/* The frame at off, which should be number s->frames: 1 valid (*f, *recs
+ * its records); 0 bad (*why); 2 a frame of this journal of another number
+ * (*f); -1 with errno. */
+static int frame_at(struct jscan *s, struct jwin *w, uint64_t off, struct jframe *f,
+                    const uint8_t **recs, const char **why)
 {
-    for (uint64_t o = off + 1; o + JREC_HEAD + JCHECK_LEN <= s->size; o++) {
-        struct jrec r;
-        const char *ignored;
-        int rc = rec_at(w, o, &r, &ignored);
-        if (rc < 0)
-            return read_fail(s, err);
-        if (rc > 0) {
-            char what[160];
-            snprintf(what, sizeof what,
-                     "a record with %s, and a valid record at byte %" PRIu64 " after it", why, o);
-            return damaged(s, off, what, err);
-        }
+    const uint8_t *p;
+    uint8_t c[JCHECK_LEN];
+    *why = "a frame cut short";
+    int rc = win_get(w, off, JFRAME_HEAD, &p);
+    if (rc <= 0)
+        return rc;
+    if (!jframe_head(p, s->key, f)) {
+        *why = "a bad frame head";
+        return 0;
     }
-    s->end = off;
+    if (f->seq != s->frames)
+        return 2;
+    if ((rc = win_get(w, off, JFRAME_HEAD + f->len, &p)) <= 0)
+        return rc;
+    jcheck(p + JFRAME_HEAD, f->len, c);
+    if (memcmp(c, f->check, JCHECK_LEN) != 0) {
+        *why = "a frame whose records do not match its check";
+        return 0;
+    }
+    *recs = p + JFRAME_HEAD;
+    return 1;
+}
+
+/* A head of a frame of this journal numbered s->frames or later that
+ * begins after off: 1 with its offset and number, 0 (none), -1 with errno.
+ * One pass over the rest of the file, a check wherever the mark appears. */
+static int later_frame(struct jscan *s, struct jwin *w, uint64_t off, uint64_t *at,
+                       uint64_t *seq)
+{
+    for (uint64_t o = off + 1; o + JFRAME_HEAD <= s->size;) {
+        size_t n = s->size - o < JWIN_MIN ? (size_t)(s->size - o) : JWIN_MIN, i = 0;
+        size_t last = n - JFRAME_HEAD; /* the last place a head fits */
+        const uint8_t *p, *q;
+        int rc = win_get(w, o, n, &p);
+        if (rc <= 0)
+            return rc;
+        while (i <= last && (q = memmem(p + i, n - i, jframe_mark, sizeof jframe_mark)) &&
+               (size_t)(q - p) <= last) {
+            struct jframe f;
+            if (jframe_head(q, s->key, &f) && f.seq >= s->frames) {
+                *at = o + (uint64_t)(q - p);
+                *seq = f.seq;
+                return 1;
+            }
+            i = (size_t)(q - p) + 1;
+        }
+        o += last + 1;
+    }
     return 0;
 }
 
-/* Checks a valid record's facts against the queue and replays them. */
-static int apply(struct jscan *s, uint64_t off, const struct jrec *r, struct cohort_err *err)
+/* The bad frame at off is a torn tail when no frame of this journal
+ * numbered as it or later begins after it (a crash cut the last write:
+ * what follows is the rest of that write, zeros or garbage); else the
+ * journal is damaged there, and what follows must not be dropped. */
+static int torn_or_damaged(struct jscan *s, struct jwin *w, uint64_t off, const char *why,
+                           struct cohort_err *err)
 {
+    uint64_t at, seq;
+    char what[200];
+    int rc = later_frame(s, w, off, &at, &seq);
+    if (rc < 0)
+        return read_fail(s, err);
+    if (rc == 0)
+        return 0;
+    snprintf(what, sizeof what, "%s, and frame %" PRIu64 " at byte %" PRIu64 " after it", why,
+             seq, at);
+    return damaged(s, off, what, err);
+}
+
+/* What is done with each record of a valid frame, at byte off: 0 go on,
+ * 1 stop, -1 with err. */
+typedef int (*record_fn)(struct jscan *s, void *ctx, uint64_t off, uint8_t type,
+                         const uint8_t *body, uint32_t len, struct cohort_err *err);
+
+static int len_ok(uint8_t type, uint32_t len)
+{
+    if (type == JOURNAL_COMMITTED)
+        return len > 0 && len % JSPAN_LEN == 0;
+    return type == JOURNAL_SET_ASIDE && len == JASIDE_LEN;
+}
+
+/* The records of the valid frame at off (len bytes at recs), each to fn.
+ * A frame whose check holds but whose records do not parse is damage. */
+static int each_record(struct jscan *s, uint64_t off, const uint8_t *recs, uint32_t len,
+                       record_fn fn, void *ctx, struct cohort_err *err)
+{
+    off += JFRAME_HEAD;
+    for (uint32_t at = 0, blen; at < len; at += JREC_HEAD + blen) {
+        if (len - at < JREC_HEAD)
+            return damaged(s, off + at, "a record cut short inside its frame", err);
+        blen = jget32(recs + at + 1);
+        if (!len_ok(recs[at], blen) || blen > len - at - JREC_HEAD)
+            return damaged(s, off + at, "a record of a bad type or length", err);
+        int rc = fn(s, ctx, off + at, recs[at], recs + at + JREC_HEAD, blen, err);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* An id looked for: the records that commit it. */
+struct finding {
+    uint64_t id;
+    int seen;
+    uint64_t at; /* the record that commits it the second time */
+};
+
+static int find_commit(struct jscan *s, void *ctx, uint64_t off, uint8_t type,
+                       const uint8_t *body, uint32_t len, struct cohort_err *err)
+{
+    struct finding *f = ctx;
+    (void)s, (void)err;
+    for (uint32_t at = 0; type == JOURNAL_COMMITTED && at < len; at += JSPAN_LEN)
+        if (jget64(body + at) <= f->id && f->id < jget64(body + at + 8) && ++f->seen == 2) {
+            f->at = off;
+            return 1;
+        }
+    return 0;
+}
+
+/* id is committed twice: damage, named at the record that commits it the
+ * second time, which a second pass over the frames looks for. */
+static int twice(struct jscan *s, struct jwin *w, uint64_t id, struct cohort_err *err)
+{
+    struct finding f = {id, 0, 0};
+    char what[80];
+    uint64_t frames = s->frames;
+    s->frames = 0;
+    for (uint64_t off = JHDR_LEN; off < s->size; s->frames++) {
+        struct jframe fr;
+        const uint8_t *recs;
+        const char *why;
+        int rc = frame_at(s, w, off, &fr, &recs, &why);
+        if (rc < 0)
+            return read_fail(s, err);
+        if (rc != 1 || each_record(s, off, recs, fr.len, find_commit, &f, err) != 0)
+            break; /* found (the first pass went further) */
+        off += JFRAME_HEAD + fr.len;
+    }
+    s->frames = frames;
+    snprintf(what, sizeof what, "id %" PRIu64 " committed a second time", id);
+    return damaged(s, f.at, what, err);
+}
+
+/* The first pass's records. */
+struct gathering {
+    struct jwin *w;
+    struct jgather g;
+};
+
+static int gathered(struct jscan *s, struct gathering *c, int rc, uint64_t dup,
+                    struct cohort_err *err)
+{
+    if (rc < 0)
+        return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory reading journal %s",
+                                s->path);
+    return rc > 0 ? twice(s, c->w, dup, err) : 0;
+}
+
+/* Checks a record's facts against the queue: committed spans gathered, a
+ * set-aside id replayed. */
+static int apply(struct jscan *s, void *ctx, uint64_t off, uint8_t type, const uint8_t *body,
+                 uint32_t len, struct cohort_err *err)
+{
+    struct gathering *c = ctx;
     char what[160];
-    struct journal_event ev = {.kind = r->type};
-    for (uint32_t at = 0; at < r->len; at += r->type == JOURNAL_COMMITTED ? JSPAN_LEN : r->len) {
-        uint64_t dup;
-        ev.lo = jget64(r->body + at);
-        ev.hi = r->type == JOURNAL_COMMITTED ? jget64(r->body + at + 8) : ev.lo + 1;
-        ev.attempts = r->type == JOURNAL_SET_ASIDE ? jget32(r->body + 8) : 0;
+    for (uint32_t at = 0; at < len; at += type == JOURNAL_COMMITTED ? JSPAN_LEN : len) {
+        struct journal_event ev = {.kind = type, .lo = jget64(body + at)};
+        ev.hi = type == JOURNAL_COMMITTED ? jget64(body + at + 8) : ev.lo + 1;
+        ev.attempts = type == JOURNAL_SET_ASIDE ? jget32(body + 8) : 0;
         if (ev.lo >= s->n_items || ev.hi > s->n_items || ev.lo >= ev.hi) {
             snprintf(what, sizeof what,
                      "ids [%" PRIu64 ", %" PRIu64 ") outside the queue's %" PRIu64 " items",
                      ev.lo, ev.hi, s->n_items);
             return damaged(s, off, what, err);
         }
-        int rc = r->type == JOURNAL_COMMITTED ? jspans_add(s->done, ev.lo, ev.hi, &dup) : 0;
-        if (rc < 0)
-            return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory reading journal %s",
-                                    s->path);
-        if (rc > 0) {
-            snprintf(what, sizeof what, "id %" PRIu64 " committed a second time", dup);
-            return damaged(s, off, what, err);
-        }
-        if (s->fn && s->fn(s->ctx, &ev, err) < 0)
+        uint64_t dup;
+        int rc = type == JOURNAL_COMMITTED ? jgather_add(&c->g, ev.lo, ev.hi, &dup) : 0;
+        if (rc != 0)
+            return gathered(s, c, rc, dup, err);
+        if (type == JOURNAL_SET_ASIDE && s->fn && s->fn(s->ctx, &ev, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* After the pass: the last spans merged (an id committed twice is
+ * damage), then every run of committed ids replayed, ascending. */
+static int settle(struct jscan *s, struct gathering *c, struct cohort_err *err)
+{
+    uint64_t dup;
+    int rc = jgather_settle(&c->g, &dup);
+    if (rc != 0)
+        return gathered(s, c, rc, dup, err);
+    for (size_t i = 0; s->fn && i < s->done->n; i++) {
+        struct journal_event ev = {JOURNAL_COMMITTED, s->done->r[i].lo, s->done->r[i].hi, 0};
+        if (s->fn(s->ctx, &ev, err) < 0)
             return -1;
     }
     return 0;
@@ -326,99 +280,114 @@ static int apply(struct jscan *s, uint64_t off, const struct jrec *r, struct coh
 
 int jscan_records(struct jscan *s, struct cohort_err *err)
 {
-    struct jwin w = {.fd = s->fd, .size = s->size};
+    struct jwin w = {.fd = s->fd, .size = s->size, .read = &s->bytes_read};
+    struct gathering c = {&w, {.done = s->done}};
     uint64_t off = JHDR_LEN;
     int rc = 0;
-    s->end = s->size;
+    s->frames = 0;
     while (rc == 0 && off < s->size) {
-        struct jrec r;
+        struct jframe f;
+        const uint8_t *recs;
         const char *why;
-        int got = rec_at(&w, off, &r, &why);
+        char what[120];
+        int got = frame_at(s, &w, off, &f, &recs, &why);
         if (got < 0) {
             rc = read_fail(s, err);
+        } else if (got == 2) {
+            snprintf(what, sizeof what, "frame %" PRIu64 " where frame %" PRIu64 " belongs: "
+                     "a write is missing or repeated", f.seq, s->frames);
+            rc = damaged(s, off, what, err);
         } else if (got == 0) {
             rc = torn_or_damaged(s, &w, off, why, err);
             break;
         } else {
-            rc = apply(s, off, &r, err);
-            off = r.next;
+            rc = each_record(s, off, recs, f.len, apply, &c, err);
+            off += JFRAME_HEAD + f.len;
+            s->frames++;
         }
     }
+    s->end = off;
+    if (rc == 0)
+        rc = settle(s, &c, err);
+    jgather_free(&c.g);
     free(w.buf);
     return rc;
 }
 
 /* ---- the summary ---- */
 
-struct aside_seen {
-    uint64_t id, seq; /* seq: the record's place */
-    uint32_t attempts;
-};
-
-struct summary_ctx {
-    struct aside_seen *a;
+/* The ids set aside, in the journal's order. */
+struct asides {
+    struct jpair *a;
     size_t n, cap;
 };
 
 static int collect(void *ctx, const struct journal_event *ev, struct cohort_err *err)
 {
-    struct summary_ctx *c = ctx;
+    struct asides *c = ctx;
     if (ev->kind != JOURNAL_SET_ASIDE)
         return 0;
     if (c->n == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 16;
-        struct aside_seen *na = ncap <= SIZE_MAX / sizeof *na ? realloc(c->a, ncap * sizeof *na)
-                                                              : NULL;
+        struct jpair *na = ncap <= SIZE_MAX / sizeof *na ? realloc(c->a, ncap * sizeof *na)
+                                                         : NULL;
         if (!na)
             return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
         c->a = na;
         c->cap = ncap;
     }
-    c->a[c->n] = (struct aside_seen){ev->lo, c->n, ev->attempts};
-    c->n++;
+    c->a[c->n++] = (struct jpair){ev->lo, ev->attempts};
     return 0;
 }
 
-static int by_id_then_seq(const void *a, const void *b)
-{
-    const struct aside_seen *x = a, *y = b;
-    if (x->id != y->id)
-        return x->id < y->id ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* The ids set aside and never committed, each once with its last attempts. */
-static int settle_aside(struct journal_summary *s, struct summary_ctx *c,
-                        const struct jspans *done, struct cohort_err *err)
+/* The ids set aside and never committed, each once with its last
+ * attempts: sorted (stably: the last record of an id comes last), then
+ * one pass along the committed runs. */
+static int settle_aside(struct journal_summary *s, struct asides *c, const struct jspans *done,
+                        struct cohort_err *err)
 {
     if (c->n == 0)
         return 0;
-    qsort(c->a, c->n, sizeof *c->a, by_id_then_seq);
-    if (!(s->aside = malloc(c->n * sizeof *s->aside)))
+    struct jpair *tmp = malloc(c->n * sizeof *tmp);
+    if (!tmp || !(s->aside = malloc(c->n * sizeof *s->aside))) {
+        free(tmp);
         return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
-    for (size_t i = 0; i < c->n; i++)
-        if ((i + 1 == c->n || c->a[i + 1].id != c->a[i].id) && !jspans_has(done, c->a[i].id))
-            s->aside[s->n_aside++] = (struct journal_aside){c->a[i].id, c->a[i].attempts};
+    }
+    uint64_t moved = 0;
+    const struct jpair *a = jsort(c->a, tmp, c->n, &moved);
+    size_t r = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        uint64_t id = a[i].key;
+        if (i + 1 < c->n && a[i + 1].key == id)
+            continue;
+        while (r < done->n && done->r[r].hi <= id)
+            r++;
+        if (r == done->n || done->r[r].lo > id)
+            s->aside[s->n_aside++] = (struct journal_aside){id, (uint32_t)a[i].val};
+    }
+    free(tmp);
     return 0;
 }
 
-/* Reads the header and the records of the open file fd. */
+/* Reads the header and the frames of the open file fd. */
 static int summarize(int fd, const char *path, struct journal_summary *s, struct cohort_err *err)
 {
     struct stat st;
     uint8_t h[JHDR_LEN];
+    struct jhdr hdr;
     ssize_t got;
     if (fstat(fd, &st) < 0 || (got = jread_at(fd, h, sizeof h, 0)) < 0)
         return cohort_fail_code(err, COHORT_E_CONFIG, "cannot read journal %s: %s", path,
                                 strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        return cohort_fail_code(err, COHORT_E_CONFIG, "journal %s is not a regular file", path);
-    const char *why = jhdr_decode(h, (size_t)got, s->name, &s->n_items);
-    if (why)
-        return jhdr_fail(err, path, why);
+    if (jhdr_decode(h, (size_t)got, path, &hdr, err) < 0)
+        return -1;
+    memcpy(s->name, hdr.name, sizeof s->name);
+    s->n_items = hdr.n_items;
     struct jspans done = {0};
-    struct summary_ctx c = {0};
-    struct jscan sc = {path, fd, (uint64_t)st.st_size, s->n_items, &done, collect, &c, 0};
+    struct asides c = {0};
+    struct jscan sc = {.path = path, .fd = fd, .size = (uint64_t)st.st_size,
+                       .n_items = hdr.n_items, .key = hdr.key, .done = &done, .fn = collect,
+                       .ctx = &c};
     int rc = jscan_records(&sc, err);
     if (rc == 0)
         rc = settle_aside(s, &c, &done, err);
@@ -434,10 +403,10 @@ static int summarize(int fd, const char *path, struct journal_summary *s, struct
 int journal_summary(const char *path, struct journal_summary *s, struct cohort_err *err)
 {
     memset(s, 0, sizeof *s);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int created;
+    int fd = jfile_open(path, 0, &created, err);
     if (fd < 0)
-        return cohort_fail_code(err, COHORT_E_CONFIG, "cannot open journal %s: %s", path,
-                                strerror(errno));
+        return -1;
     int rc = summarize(fd, path, s, err);
     close(fd);
     if (rc < 0)

@@ -30,9 +30,17 @@ runtime_work_cohort_work_coord_LDADD = runtime/streams/libcohort_streams_coord.l
 ## cohort-work, which reads one.
 noinst_LTLIBRARIES += runtime/work/libcohort_work_journal.la
 runtime_work_libcohort_work_journal_la_SOURCES = runtime/work/journal.h \
-	runtime/work/journal_private.h runtime/work/journal.c runtime/work/journal_read.c
+	runtime/work/journal_private.h runtime/work/journal.c runtime/work/journal_format.c \
+	runtime/work/journal_spans.c runtime/work/journal_read.c
 runtime_work_libcohort_work_journal_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
 runtime_work_libcohort_work_journal_la_LIBADD = $(CRYPTO_LIBS)
+
+## How long a hostile journal takes to read (`make bench/journal_bench`;
+## numbers in docs/performance.md, "Reading a journal").
+EXTRA_PROGRAMS += bench/journal_bench
+bench_journal_bench_LDADD = runtime/work/libcohort_work_journal.la \
+	runtime/work/libcohort_work_sched.la runtime/planner/libcohort_planner_base.la
+bench_journal_bench_LDFLAGS = -no-install
 
 bin_PROGRAMS += runtime/tools/cohort-work
 runtime_tools_cohort_work_SOURCES = runtime/tools/cohort-work.c

@@ -212,16 +212,21 @@ int sched_mark_committed(struct sched *s, const struct sched_span *spans, size_t
                                spans[i].lo, spans[i].hi - 1, s->n, s->n - 1);
     if (n > SIZE_MAX / sizeof(struct seg) - s->q.len)
         return sched_nomem(err);
-    struct sched_span *m = malloc(n * sizeof *m);
+    int sorted = 1; /* as a journal replays them: no copy, no sort */
+    for (size_t i = 1; i < n && sorted; i++)
+        sorted = spans[i - 1].lo <= spans[i].lo;
+    struct sched_span *m = sorted ? NULL : malloc(n * sizeof *m);
     struct seg *nb = malloc((s->q.len + n) * sizeof *nb);
-    if (!m || !nb) {
+    if ((!sorted && !m) || !nb) {
         free(m);
         free(nb);
         return cohort_fail(err, "out of memory for %zu committed spans", n);
     }
-    memcpy(m, spans, n * sizeof *m);
-    qsort(m, n, sizeof *m, span_cmp);
-    size_t runs = subtract(&s->q, m, n, nb);
+    if (!sorted) {
+        memcpy(m, spans, n * sizeof *m);
+        qsort(m, n, sizeof *m, span_cmp);
+    }
+    size_t runs = subtract(&s->q, sorted ? spans : m, n, nb);
     free(m);
     uint64_t queued = 0;
     for (size_t i = 0; i < runs; i++)

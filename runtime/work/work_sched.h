@@ -129,8 +129,10 @@ int sched_create(uint64_t n_items, unsigned n_workers, const struct sched_opts *
 void sched_destroy(struct sched *s);
 
 /* Resume: the ids in spans were committed by an earlier run (a journal's
- * records, in any order, overlaps allowed). Only before the first other
- * call; best in one call (each costs a pass over the queue's ranges).
+ * records, in any order, overlaps allowed; spans sorted by lo, as a
+ * journal replays them, are neither copied nor sorted again). Only before
+ * the first other call; best in one call (each costs a pass over the
+ * queue's ranges).
  * Returns 0, SCHED_EINVAL (an id out of range, or leasing has begun) or
  * SCHED_ENOMEM. */
 int sched_mark_committed(struct sched *s, const struct sched_span *spans, size_t n,

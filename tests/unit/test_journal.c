@@ -1,59 +1,21 @@
 /* test_journal.c - the work queue's journal (runtime/work/journal.h):
- * create, append, sync and replay exactly; a torn last record at every
- * byte cut ignored, cut away and appended after; a byte flipped anywhere
- * in a middle record or the header refused with its offset; other queues,
- * ids out of range and ids committed twice refused; the lock held by a
- * forked child; paths that cannot be written; a write that fails and stays
+ * create, append, sync and replay exactly; big groups split into frames; a
+ * byte flipped anywhere in the header refused; other queues and formats,
+ * ids out of range, ids committed twice, frames out of order and records
+ * that do not parse refused with their offset; the lock held by a forked
+ * child; paths that cannot be written; a write that fails and stays
  * failed; the summary's counts; the set of committed runs against a
- * bitmap. No sleeps, no timing. */
-#include <fcntl.h>
+ * bitmap. Torn tails against damage are in test_journal_torn.c, the file's
+ * rules in test_journal_file.c, the linear bounds in test_journal_linear.c.
+ * No sleeps, no timing. */
 #include <inttypes.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include "journal_private.h"
 #include "tap.h"
-
-static char dir[] = "/tmp/test_journal.XXXXXX";
-
-static const char *at(const char *name)
-{
-    static char p[4][256];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(p[k], sizeof p[k], "%s/%s", dir, name);
-    return p[k];
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY);
-    uint8_t *b = fd >= 0 && fstat(fd, &st) == 0 ? malloc((size_t)st.st_size + 1) : NULL;
-    *len = b ? (size_t)jread_at(fd, b, (size_t)st.st_size, 0) : 0;
-    if (fd >= 0)
-        close(fd);
-    return b;
-}
-
-static void spit(const char *path, const uint8_t *b, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || write(fd, b, len) != (ssize_t)len)
-        abort();
-    close(fd);
-}
-
-static uint64_t size_of(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 ? (uint64_t)st.st_size : UINT64_MAX;
-}
+#include "journal_test.h"
 
 /* What a replay gave: times each id was committed, the set-asides. */
 struct seen {
@@ -92,18 +54,6 @@ static int stop_at_once(void *ctx, const struct journal_event *ev, struct cohort
     return cohort_fail(err, "the caller stopped the replay");
 }
 
-/* Opens, adds ids[0..n-1], syncs and closes: 0 or -1. */
-static int append(const char *path, const char *name, uint64_t n_items, const uint64_t *ids,
-                  size_t n, struct cohort_err *err)
-{
-    struct journal *j;
-    if (journal_open(path, name, n_items, NULL, NULL, &j, err) < 0)
-        return -1;
-    int rc = journal_add_committed(j, ids, n, err) < 0 || journal_sync(j, err) < 0 ? -1 : 0;
-    journal_close(j);
-    return rc;
-}
-
 /* ---- 1. create, append, sync, reopen: replayed exactly ---- */
 
 static void test_roundtrip(void)
@@ -128,8 +78,8 @@ static void test_roundtrip(void)
     int rc = journal_add_committed(j, (const uint64_t[]){0, 1, 2}, 3, &err);
     rc |= journal_add_committed(j, (const uint64_t[]){3, 4}, 2, &err);
     rc |= journal_sync(j, &err);
-    ok(rc == 0 && size_of(p) == JHDR_LEN + JREC_HEAD + JSPAN_LEN + JCHECK_LEN,
-       "ids 0..2 then 3..4 go out as one span");
+    ok(rc == 0 && size_of(p) == JHDR_LEN + JFRAME_HEAD + JREC_HEAD + JSPAN_LEN,
+       "ids 0..2 then 3..4 go out as one span, in one frame");
     rc = journal_add_set_aside(j, 7, 3, &err) | journal_add_set_aside(j, 8, 4, &err);
     for (size_t i = 10; i < N; i += 110) {
         rc |= journal_add_committed(j, perm + i, 110, &err);
@@ -161,11 +111,11 @@ static void test_roundtrip(void)
     free(s.times);
 }
 
-/* ---- 2. big groups: records split at JOURNAL_RECORD_MAX ---- */
+/* ---- 2. big groups: split into frames of at most JFRAME_MAX ---- */
 
 static void test_big_group(void)
 {
-    enum { SPANS = JOURNAL_RECORD_MAX / JSPAN_LEN + 1000 };
+    enum { SPANS = JFRAME_MAX / JSPAN_LEN + 1000 };
     const char *p = at("big");
     struct cohort_err err;
     struct seen s = {0};
@@ -177,132 +127,26 @@ static void test_big_group(void)
     seen_reset(&s, 2 * SPANS);
     rc |= journal_open(p, "big", 2 * SPANS, record, &s, &j, &err);
     ok(rc == 0 && s.spans == SPANS && s.committed == SPANS &&
-           size_of(p) == JHDR_LEN + 2 * (JREC_HEAD + JCHECK_LEN) + (uint64_t)SPANS * JSPAN_LEN,
-       "%d spans in one sync go out as two records and replay", SPANS);
+           size_of(p) == JHDR_LEN + 2 * (JFRAME_HEAD + JREC_HEAD) + (uint64_t)SPANS * JSPAN_LEN,
+       "%d spans in one sync go out as two frames of one record each, and replay", SPANS);
     journal_close(j);
     free(ids);
     free(s.times);
 }
 
-/* A journal of three records: A committed, B set aside, C committed
- * (three spans); *b and *c their offsets, *end the file's size. */
-static void three_records(const char *p, uint64_t *b, uint64_t *c, uint64_t *end)
+/* ---- 3. the header, other kinds of file, other formats ---- */
+
+static void test_header(void)
 {
-    struct journal *j;
-    struct cohort_err err;
-    if (journal_open(p, "q", 100, NULL, NULL, &j, &err) < 0 ||
-        journal_add_committed(j, (const uint64_t[]){0, 1, 2}, 3, &err) < 0 ||
-        journal_sync(j, &err) < 0 || journal_add_set_aside(j, 50, 3, &err) < 0 ||
-        journal_sync(j, &err) < 0)
-        abort();
-    *b = JHDR_LEN + JREC_HEAD + JSPAN_LEN + JCHECK_LEN;
-    *c = size_of(p);
-    if (journal_add_committed(j, (const uint64_t[]){10, 20, 21, 30}, 4, &err) < 0 ||
-        journal_sync(j, &err) < 0)
-        abort();
-    journal_close(j);
-    *end = size_of(p);
-}
-
-/* ---- 3. a torn last record, cut at every byte ---- */
-
-static int torn_case(const char *p, const uint8_t *whole, size_t keep, uint64_t c, size_t zeros,
-                     char *why, size_t wlen)
-{
-    struct cohort_err err;
-    struct seen s = {0};
-    struct journal *j;
-    uint8_t *b = calloc(keep + zeros, 1);
-    memcpy(b, whole, keep);
-    spit(p, b, keep + zeros);
-    free(b);
-    seen_reset(&s, 100);
-    int rc = journal_open(p, "q", 100, record, &s, &j, &err);
-    why[0] = 0;
-    if (rc < 0) {
-        snprintf(why, wlen, ": cut at %zu: %s", keep, err.msg);
-        free(s.times);
-        return -1;
-    }
-    int good = journal_torn_bytes(j) == keep + zeros - c && size_of(p) == c &&
-               s.committed == 3 && s.n_aside == 1 && !s.times[10];
-    good = good && journal_add_committed(j, (const uint64_t[]){10, 11}, 2, &err) == 0 &&
-           journal_sync(j, &err) == 0;
-    journal_close(j);
-    j = NULL; /* stays so when the open below is not tried */
-    seen_reset(&s, 100);
-    good = good && journal_open(p, "q", 100, record, &s, &j, &err) == 0 &&
-           journal_torn_bytes(j) == 0 && s.committed == 5 && s.times[10] && s.times[11];
-    journal_close(j);
-    free(s.times);
-    if (!good)
-        snprintf(why, wlen, ": cut at %zu (+%zu zeros): replay, cut or append wrong", keep,
-                 zeros);
-    return good ? 0 : -1;
-}
-
-static void test_torn(void)
-{
-    const char *p = at("torn"), *orig = at("torn.orig");
-    uint64_t b, c, end;
-    size_t len;
-    char why[600] = "";
-    three_records(orig, &b, &c, &end);
-    uint8_t *whole = slurp(orig, &len);
-    int bad = 0;
-    size_t cuts = 0;
-    for (size_t keep = c + 1; keep < end && !bad; keep++, cuts++)
-        bad = torn_case(p, whole, keep, c, 0, why, sizeof why);
-    ok(!bad && cuts == end - c - 1,
-       "the last record cut at each of its %zu bytes: ignored, cut away, appended after%s",
-       cuts, why);
-    ok(torn_case(p, whole, c + 7, c, 4096, why, sizeof why) == 0,
-       "a cut record followed by zeros (blocks never written) is a torn tail%s", why);
-    ok(torn_case(p, whole, c, c, 4096, why, sizeof why) == 0,
-       "zeros after the last record are a torn tail%s", why);
-    struct journal_summary s;
-    struct cohort_err err;
-    spit(p, whole, end - 1);
-    ok(journal_summary(p, &s, &err) == 0 && s.torn_bytes == end - 1 - c &&
-           size_of(p) == end - 1 && s.committed == 3,
-       "the summary ignores a torn tail and leaves the file as it is");
-    journal_summary_free(&s);
-    free(whole);
-}
-
-/* ---- 4. damage: a flipped byte in a middle record, or in the header ---- */
-
-static void test_damage(void)
-{
-    const char *p = at("damage"), *orig = at("damage.orig");
-    uint64_t b, c, end;
+    const char *p = at("header");
+    uint64_t ids[3] = {0, 1, 2};
     size_t len;
     struct cohort_err err;
     struct journal *j;
-    struct journal_summary s;
-    char want[600];
-    three_records(orig, &b, &c, &end);
-    uint8_t *whole = slurp(orig, &len);
-    snprintf(want, sizeof want, "journal %s is damaged at byte %" PRIu64 " (", p, b);
+    if (append(p, "q", 100, ids, 3, &err) < 0)
+        abort();
+    uint8_t *whole = slurp(p, &len);
     int bad = -1;
-    for (uint64_t off = b; off < c && bad < 0; off++) {
-        whole[off] ^= 0xff;
-        spit(p, whole, len);
-        whole[off] ^= 0xff;
-        if (journal_open(p, "q", 100, NULL, NULL, &j, &err) == 0 || !strstr(err.msg, want) ||
-            journal_summary(p, &s, &err) == 0 || !strstr(err.msg, want) || size_of(p) != len)
-            bad = (int)off;
-    }
-    ok(bad < 0, "a byte flipped at each offset of the middle record: refused, naming byte "
-                "%" PRIu64 ", the file untouched (first wrong: %d)", b, bad);
-    whole[b + JREC_HEAD] ^= 1;
-    spit(p, whole, len);
-    journal_open(p, "q", 100, NULL, NULL, &j, &err);
-    ok(strstr(err.msg, "a wrong checksum") &&
-           strstr(err.msg, "restore it from a copy, or move it away"),
-       "the line says what is wrong and what to do: %s", err.msg);
-    whole[b + JREC_HEAD] ^= 1;
-    bad = -1;
     for (size_t off = 0; off < JHDR_LEN && bad < 0; off++) {
         whole[off] ^= 0x20;
         spit(p, whole, len);
@@ -313,6 +157,15 @@ static void test_damage(void)
     }
     ok(bad < 0, "a byte flipped at each offset of the header: a bad header (first wrong: %d)",
        bad);
+    whole[7] = '1';
+    spit(p, whole, len);
+    char want[600];
+    snprintf(want, sizeof want, "journal %s is of format 1, and this cohort reads format 2 "
+             "only: finish its queue with the cohort that wrote it, or move it away to start "
+             "the queue afresh", p);
+    ok(journal_open(p, "q", 100, NULL, NULL, &j, &err) < 0 && !strcmp(err.msg, want) &&
+           journal_summary(p, &(struct journal_summary){0}, &err) < 0 && !strcmp(err.msg, want),
+       "a journal of format 1 is refused with what to do: %s", err.msg);
     spit(p, (const uint8_t *)"id,label\n1,cat\n", 15);
     ok(journal_open(p, "q", 100, NULL, NULL, &j, &err) < 0 &&
            strstr(err.msg, "(not a cohort journal)") && size_of(p) == 15,
@@ -320,7 +173,7 @@ static void test_damage(void)
     free(whole);
 }
 
-/* ---- 5. other queues, interrupted creation ---- */
+/* ---- 4. other queues, interrupted creation ---- */
 
 static void test_other_queue(void)
 {
@@ -355,20 +208,22 @@ static void test_other_queue(void)
        "a queue too large to journal is refused");
 }
 
-/* Header + records written by hand, each body given as bytes. */
-static void craft(const char *p, uint64_t n_items, int nrec, const uint8_t *types,
+/* Header + one frame (number seq) of records written by hand, each body
+ * given as bytes. */
+static void craft(const char *p, uint64_t n_items, uint64_t seq, int nrec, const uint8_t *types,
                   uint8_t (*bodies)[32], const uint32_t *lens)
 {
-    uint8_t b[JHDR_LEN + 4 * 64];
-    size_t len = JHDR_LEN;
+    uint8_t b[JHDR_LEN + JFRAME_HEAD + 4 * 64];
+    size_t len = JHDR_LEN + JFRAME_HEAD;
     jhdr_encode(b, "c", n_items);
     for (int i = 0; i < nrec; i++) {
         b[len] = types[i];
         jput32(b + len + 1, lens[i]);
         memcpy(b + len + JREC_HEAD, bodies[i], lens[i]);
-        jcheck(len, b + len, JREC_HEAD + lens[i], b + len + JREC_HEAD + lens[i]);
-        len += JREC_HEAD + lens[i] + JCHECK_LEN;
+        len += JREC_HEAD + lens[i];
     }
+    jframe_seal(b + JHDR_LEN, jget64(b + JHDR_LEN - JCHECK_LEN), seq,
+                (uint32_t)(len - JHDR_LEN - JFRAME_HEAD));
     spit(p, b, len);
 }
 
@@ -378,7 +233,10 @@ static void span_body(uint8_t *b, uint64_t lo, uint64_t hi)
     jput64(b + 8, hi);
 }
 
-/* ---- 6. ids out of range, ids committed twice ---- */
+/* ---- 5. ids out of range, ids committed twice, frames and records that
+ * do not parse ---- */
+
+#define REC0 (JHDR_LEN + JFRAME_HEAD) /* where the first record begins */
 
 static void test_bad_ids(void)
 {
@@ -388,31 +246,31 @@ static void test_bad_ids(void)
     uint8_t bodies[2][32] = {{0}};
     char want[600];
     span_body(bodies[0], 90, 101);
-    craft(p, 100, 1, (const uint8_t[]){JOURNAL_COMMITTED}, bodies, (const uint32_t[]){16});
+    craft(p, 100, 0, 1, (const uint8_t[]){JOURNAL_COMMITTED}, bodies, (const uint32_t[]){16});
     snprintf(want, sizeof want, "journal %s is damaged at byte %d (ids [90, 101) outside the "
-             "queue's 100 items)", p, JHDR_LEN);
+             "queue's 100 items)", p, REC0);
     ok(journal_open(p, "c", 100, NULL, NULL, &j, &err) < 0 && strstr(err.msg, want),
        "a committed id beyond the queue is damage: %s", err.msg);
     jput64(bodies[0], 100);
     jput32(bodies[0] + 8, 3);
-    craft(p, 100, 1, (const uint8_t[]){JOURNAL_SET_ASIDE}, bodies, (const uint32_t[]){12});
+    craft(p, 100, 0, 1, (const uint8_t[]){JOURNAL_SET_ASIDE}, bodies, (const uint32_t[]){12});
     ok(journal_open(p, "c", 100, NULL, NULL, &j, &err) < 0 &&
            strstr(err.msg, "ids [100, 101) outside"),
        "a set-aside id beyond the queue is damage");
     span_body(bodies[0], 0, 10);
     span_body(bodies[1], 5, 6);
-    craft(p, 100, 2, (const uint8_t[]){1, 1}, bodies, (const uint32_t[]){16, 16});
+    craft(p, 100, 0, 2, (const uint8_t[]){1, 1}, bodies, (const uint32_t[]){16, 16});
     snprintf(want, sizeof want, "damaged at byte %d (id 5 committed a second time)",
-             JHDR_LEN + JREC_HEAD + 16 + JCHECK_LEN);
+             REC0 + JREC_HEAD + 16);
     ok(journal_open(p, "c", 100, NULL, NULL, &j, &err) < 0 && strstr(err.msg, want),
-       "an id committed in two records is damage: %s", err.msg);
+       "an id committed in two records is damage, at the second: %s", err.msg);
     span_body(bodies[0] + 16, 9, 12);
-    craft(p, 100, 1, (const uint8_t[]){1}, bodies, (const uint32_t[]){32});
+    craft(p, 100, 0, 1, (const uint8_t[]){1}, bodies, (const uint32_t[]){32});
     ok(journal_open(p, "c", 100, NULL, NULL, &j, &err) < 0 &&
            strstr(err.msg, "(id 9 committed a second time)"),
        "overlapping spans of one record are damage");
     span_body(bodies[0], 7, 7);
-    craft(p, 100, 1, (const uint8_t[]){1}, bodies, (const uint32_t[]){16});
+    craft(p, 100, 0, 1, (const uint8_t[]){1}, bodies, (const uint32_t[]){16});
     ok(journal_open(p, "c", 100, NULL, NULL, &j, &err) < 0 && strstr(err.msg, "[7, 7)"),
        "an empty span is damage");
     unlink(p);
@@ -425,7 +283,30 @@ static void test_bad_ids(void)
         journal_close(j);
 }
 
-/* ---- 7. the lock: another process's coordinator holds the journal ---- */
+static void test_bad_frames(void)
+{
+    const char *p = at("frames");
+    struct cohort_err err;
+    struct journal *j;
+    uint8_t bodies[2][32] = {{0}};
+    char want[600];
+    span_body(bodies[0], 0, 10);
+    craft(p, 100, 1, 1, (const uint8_t[]){JOURNAL_COMMITTED}, bodies, (const uint32_t[]){16});
+    snprintf(want, sizeof want, "journal %s is damaged at byte %d (frame 1 where frame 0 "
+             "belongs: a write is missing or repeated)", p, JHDR_LEN);
+    ok(journal_open(p, "c", 100, NULL, NULL, &j, &err) < 0 && strstr(err.msg, want),
+       "a frame out of order is damage: %s", err.msg);
+    craft(p, 100, 0, 1, (const uint8_t[]){3}, bodies, (const uint32_t[]){16});
+    snprintf(want, sizeof want, "journal %s is damaged at byte %d (a record of a bad type or "
+             "length)", p, REC0);
+    ok(journal_open(p, "c", 100, NULL, NULL, &j, &err) < 0 && strstr(err.msg, want),
+       "a record of an unknown type in a frame whose check holds is damage: %s", err.msg);
+    craft(p, 100, 0, 1, (const uint8_t[]){JOURNAL_COMMITTED}, bodies, (const uint32_t[]){12});
+    ok(journal_open(p, "c", 100, NULL, NULL, &j, &err) < 0 && strstr(err.msg, want),
+       "a span record of a bad length is damage");
+}
+
+/* ---- 6. the lock: another process's coordinator holds the journal ---- */
 
 static void test_lock(void)
 {
@@ -462,7 +343,7 @@ static void test_lock(void)
         journal_close(j);
 }
 
-/* ---- 8. paths that cannot be written ---- */
+/* ---- 7. paths that cannot be written ---- */
 
 /* journal_open in a directory this process may not write: as root, in a
  * child that became nobody. Returns 1 (refused with the line), 0, or -1
@@ -536,7 +417,7 @@ static void test_unwritable(void)
        "the summary of a missing journal: one line");
 }
 
-/* ---- 9. a write that fails (the file size limit stands in for a full disk) ---- */
+/* ---- 8. a write that fails (the file size limit stands in for a full disk) ---- */
 
 static void test_write_failure(void)
 {
@@ -569,7 +450,7 @@ static void test_write_failure(void)
     journal_summary_free(&s);
 }
 
-/* ---- 10. the summary's counts ---- */
+/* ---- 9. the summary's counts ---- */
 
 static void test_summary(void)
 {
@@ -600,13 +481,31 @@ static void test_summary(void)
     journal_summary_free(&s);
 }
 
-/* ---- 11. the set of committed runs against a bitmap ---- */
+/* ---- 10. the set of committed runs against a bitmap ---- */
+
+/* The nodes of the subtree at t in order, checked: disjoint ascending
+ * runs, AA levels (a left child one level down, a right child the same or
+ * one down, a right grandchild below); -1 when wrong, else the nodes. */
+static long check_tree(const struct jtree *tr, uint32_t t, uint64_t *last_hi)
+{
+    const struct jnode *v = tr->v;
+    if (t == 0)
+        return 0;
+    long l = check_tree(tr, v[t].l, last_hi);
+    if (l < 0 || v[t].lo >= v[t].hi || v[t].lo < *last_hi || v[v[t].l].level + 1 != v[t].level ||
+        v[v[t].r].level + 1 < v[t].level || v[v[t].r].level > v[t].level ||
+        v[v[v[t].r].r].level >= v[t].level)
+        return -1;
+    *last_hi = v[t].hi;
+    long r = check_tree(tr, v[t].r, last_hi);
+    return r < 0 ? -1 : l + r + 1;
+}
 
 static void test_spans(void)
 {
     enum { N = 3000 };
     unsigned char in[N] = {0};
-    struct jspans s = {0};
+    struct jtree t = {0};
     uint64_t count = 0, x = 88172645463325252u;
     int bad = 0;
     for (int k = 0; k < 20000 && !bad; k++) {
@@ -617,39 +516,37 @@ static void test_spans(void)
         for (uint64_t id = lo; id < hi && first == UINT64_MAX; id++)
             if (in[id])
                 first = id;
-        int rc = jspans_add(&s, lo, hi, &dup);
+        int rc = jtree_add(&t, lo, hi, &dup);
         bad = first == UINT64_MAX ? rc != 0 : rc != 1 || dup != first;
         for (uint64_t id = lo; rc == 0 && id < hi; id++)
             in[id] = 1, count++;
-        for (size_t i = 0; i < s.n && !bad; i++)
-            bad = s.r[i].lo >= s.r[i].hi || (i && s.r[i].lo <= s.r[i - 1].hi);
     }
-    for (uint64_t id = 0; id < N && !bad; id++)
-        bad = jspans_has(&s, id) != in[id];
-    ok(!bad && s.count == count, "the committed runs follow a bitmap through 20000 random "
-                                 "adds (%zu runs, %" PRIu64 " ids)", s.n, count);
-    jspans_free(&s);
+    uint64_t last_hi = 0;
+    long nodes = check_tree(&t, t.root, &last_hi);
+    for (uint64_t id = 0, d; id < N && !bad; id++)
+        bad = jtree_overlap(&t, id, id + 1, &d) != in[id];
+    ok(!bad && nodes == (long)t.n && t.count == count,
+       "the writer's tree follows a bitmap through 20000 random adds, its runs disjoint and "
+       "its levels an AA tree's (%ld runs, %" PRIu64 " ids)", nodes, count);
+    jtree_free(&t);
 }
 
 int main(void)
 {
-    if (!mkdtemp(dir) || chmod(dir, 0755) < 0)
+    if (jt_setup() < 0)
         return 1;
     test_roundtrip();
     test_big_group();
-    test_torn();
-    test_damage();
+    test_header();
     test_other_queue();
     test_bad_ids();
+    test_bad_frames();
     test_lock();
     test_unwritable();
     test_foreign_owner();
     test_write_failure();
     test_summary();
     test_spans();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        ok(0, "cannot remove %s", dir);
+    jt_cleanup();
     return tap_done();
 }
