@@ -79,7 +79,7 @@ void net_free(struct net *n)
         return;
     for (size_t i = 0; i < n->n_conns; i++) {
         conn_close(&n->conns[i]->c);
-        net_dial_free(n->conns[i]);
+        free(n->conns[i]->dial);
         free(n->conns[i]);
     }
     for (size_t i = 0; i < n->n_lis; i++) {
@@ -430,7 +430,7 @@ static long long prepare(struct net *n)
     for (size_t i = 0; i < n->n_conns; i++) {
         struct net_conn *c = n->conns[i];
         if (c->state == NET_DEAD) {
-            net_dial_free(c);
+            free(c->dial);
             free(c);
             continue;
         }
@@ -480,7 +480,7 @@ static void dispatch(struct net *n, void *ptr, unsigned events)
     case NET_DEAD:
         break; /* closed earlier in this round */
     default:
-        net_dial_step(n, c, events);
+        c->client_step(n, c, events);
     }
 }
 
@@ -506,7 +506,7 @@ int net_poll(struct net *n, int timeout_ms, struct net_event **evs, struct cohor
         if (c->state == NET_PROVING || c->state == NET_CLOSING)
             net_close(n, c); /* too slow to prove itself, or to take its refusal */
         else
-            net_dial_step(n, c, 0);
+            c->client_step(n, c, 0);
     }
     *evs = n->evs;
     return (int)n->n_evs;

@@ -57,6 +57,8 @@ enum net_state {
 
 struct net_dial;
 
+struct net;
+
 struct net_conn {
     int tag;                 /* tells a connection from a listener in epoll */
     struct conn c;           /* socket, buffers, session; c.rank, c.node: the peer */
@@ -65,7 +67,10 @@ struct net_conn {
     long long deadline;      /* of the current handshake step */
     uint8_t nonce[AUTH_NONCE_LEN]; /* server: the challenge it was sent */
     struct hs_child hs;      /* client: its side of the handshake */
-    struct net_dial *dial;   /* client: where and how to retry */
+    struct net_dial *dial;   /* client: where and how to retry (malloc'd, freed with c) */
+    /* client: its handshake's progress at a socket event (events: EPOLL
+     * bits, 0 for a timer), set by net_dial; NULL on the server side */
+    void (*client_step)(struct net *n, struct net_conn *c, unsigned events);
     bool closed;             /* ready: the peer closed, or a write failed */
     bool closed_told;        /* NET_EV_CLOSED was given */
     unsigned events;         /* what epoll watches for it (0: not watched) */
@@ -112,8 +117,6 @@ struct net_target {
                                     * refusal on its last address means it is gone: the
                                     * dial fails at once (else it is retried: not yet up) */
 };
-
-struct net;
 
 /* A loop for the process described by me (me->key must outlive it). */
 int net_new(const struct hs_self *me, const struct net_ops *ops, struct net **out,

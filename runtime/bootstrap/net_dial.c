@@ -24,6 +24,8 @@ struct net_dial {
     struct cohort_err error;
 };
 
+static void dial_step(struct net *n, struct net_conn *c, unsigned events);
+
 struct net_conn *net_dial(struct net *n, const struct net_target *t, long long deadline)
 {
     struct net_conn *c = net_conn_new(n, -1);
@@ -38,6 +40,7 @@ struct net_conn *net_dial(struct net *n, const struct net_target *t, long long d
     d->wait_ms = 1;
     d->next_try = net_now_ms();
     c->dial = d;
+    c->client_step = dial_step;
     c->state = NET_DIALING;
     c->deadline = d->next_try; /* the next net_poll connects */
     return c;
@@ -47,12 +50,6 @@ const struct cohort_err *net_dial_error(const struct net_conn *c)
 {
     static const struct cohort_err none;
     return c->dial ? &c->dial->error : &none;
-}
-
-void net_dial_free(struct net_conn *c)
-{
-    free(c->dial);
-    c->dial = NULL;
 }
 
 /* Ends the dial with code (an enum cohort_err_code) and a sentence. */
@@ -291,7 +288,7 @@ static void handshake_input(struct net *n, struct net_conn *c)
     }
 }
 
-void net_dial_step(struct net *n, struct net_conn *c, unsigned events)
+static void dial_step(struct net *n, struct net_conn *c, unsigned events)
 {
     struct net_dial *d = c->dial;
     long long now = net_now_ms();

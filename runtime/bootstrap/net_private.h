@@ -1,6 +1,7 @@
 /* net_private.h - what net.c (the loop, listeners, the server side of the
- * handshake) and net_dial.c (the client side) share. Not for other
- * modules. */
+ * handshake) gives net_dial.c (the client side), its one client: net.c
+ * reaches the client side only through the connection's client_step.
+ * Not for other modules. */
 #ifndef COHORT_NET_PRIVATE_H
 #define COHORT_NET_PRIVATE_H
 
@@ -43,10 +44,5 @@ struct net_conn *net_conn_new(struct net *n, int fd);
 void net_tell(struct net *n, struct net_conn *c, unsigned what);
 /* Reads what c's socket has; false when the peer closed or failed. */
 bool net_read(const struct net *n, struct net_conn *c);
-
-/* Client side (net_dial.c): progress on c's handshake at a socket event
- * (events: EPOLL bits, 0 for a timer) and its timers. */
-void net_dial_step(struct net *n, struct net_conn *c, unsigned events);
-void net_dial_free(struct net_conn *c);
 
 #endif
