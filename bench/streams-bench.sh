@@ -21,7 +21,7 @@ build=$(cd "${1:?$usage}" && pwd)
 sections=${2:-placement death}
 runs=${RUNS:-20}
 make -s -C "$build" bench/place_bench tests/streams/streams_check tests/bootstrap/spawn \
-    runtime/work/cohort-work-coord >/dev/null || exit 1
+    runtime/coord/cohort-work-coord >/dev/null || exit 1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg | sed 's/ /, /g'; }
@@ -40,7 +40,7 @@ if [[ " $sections " == *" death "* ]]; then
     echo "### death"
     echo
     before=$(load)
-    export COHORT_WORK_COORD="$build/runtime/work/cohort-work-coord"
+    export COHORT_WORK_COORD="$build/runtime/coord/cohort-work-coord"
     for r in $(seq "$runs"); do
         rm -rf "$out/o" && mkdir "$out/o"
         STREAMS_TEST_OUT="$out/o" STREAMS_TEST_VICTIM=5 \

@@ -56,7 +56,7 @@ recovery_runs=${RECOVERY_RUNS:-100}
 load_max=${LOAD_MAX:-1.5}
 load_wait=${LOAD_WAIT_S:-600}
 redis_server=${REDIS_SERVER:-redis-server}
-targets="bench/work_bench tests/bootstrap/spawn runtime/work/cohort-work-coord"
+targets="bench/work_bench tests/bootstrap/spawn runtime/coord/cohort-work-coord"
 redis_kinds="tcp unix"
 if ! command -v "$redis_server" >/dev/null; then
     echo "work-bench.sh: no $redis_server: the throughput table has no Redis rows" >&2
@@ -69,7 +69,7 @@ if [ -f "$build/Makefile" ]; then
 fi
 spawn="$build/tests/bootstrap/spawn"
 bench="$build/bench/work_bench"
-COHORT_WORK_COORD="$build/runtime/work/cohort-work-coord"
+COHORT_WORK_COORD="$build/runtime/coord/cohort-work-coord"
 export COHORT_WORK_COORD
 out=$(mktemp -d)
 redis_pid=""

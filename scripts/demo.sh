@@ -73,5 +73,5 @@ on_head srun -N2 --ntasks-per-node=4 --gres=gpu:8 --cohort=train --cohort-verbos
 say "srun -N2 --ntasks-per-node=1 --cohort=infer python3 examples/infer_images.py --images 400 --size 96"
 echo "   (cohort's work queue from Python; rank 1 is 4x slower on purpose)"
 on_head srun -N2 --ntasks-per-node=1 --cohort=infer \
-    --export=ALL,OMP_NUM_THREADS=1,PYTHONPATH="$top/python",COHORT_LIBRARY="$build/runtime/libcohort/.libs/libcohort.so.0",COHORT_WORK_COORD="$build/runtime/work/cohort-work-coord" \
+    --export=ALL,OMP_NUM_THREADS=1,PYTHONPATH="$top/python",COHORT_LIBRARY="$build/runtime/libcohort/.libs/libcohort.so.0",COHORT_WORK_COORD="$build/runtime/coord/cohort-work-coord" \
     /usr/bin/python3 "$top/examples/infer_images.py" --images 400 --size 96 --batch 16 2>&1

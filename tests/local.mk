@@ -78,12 +78,12 @@ check_PROGRAMS += tests/unit/test_wire tests/unit/test_auth tests/unit/test_sess
 	tests/fuzz/fuzz_wire_replay
 TESTS += tests/unit/test_wire tests/unit/test_auth tests/unit/test_session \
 	tests/fuzz/fuzz_wire_replay
-tests_unit_test_session_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
-tests_unit_test_wire_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
-tests_unit_test_auth_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
+tests_unit_test_session_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
+tests_unit_test_wire_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
+tests_unit_test_auth_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
 tests_fuzz_fuzz_wire_replay_SOURCES = tests/fuzz/fuzz_wire.c tests/fuzz/replay_main.c
 tests_fuzz_fuzz_wire_replay_CPPFLAGS = $(AM_CPPFLAGS) -DCORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus-wire"'
-tests_fuzz_fuzz_wire_replay_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
+tests_fuzz_fuzz_wire_replay_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
 EXTRA_DIST += tests/fuzz/corpus-wire
 
 # The work coordinator's scheduling and lease logic, on a simulated clock.
@@ -101,24 +101,21 @@ tests_unit_test_place_model_LDADD = runtime/streams/libcohort_place.la $(UNIT_LD
 check_PROGRAMS += tests/bootstrap/spawn tests/bootstrap/boot_check tests/bootstrap/attack
 TESTS += tests/bootstrap.sh
 EXTRA_DIST += tests/bootstrap.sh
-tests_bootstrap_attack_LDADD = runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
+tests_bootstrap_attack_LDADD = runtime/bootstrap/libcohort_bootstrap.la \
+	runtime/net/libcohort_net.la $(UNIT_LDADD)
 tests_bootstrap_boot_check_LDADD = runtime/libcohort/libcohort.la
 # no libtool wrapper script: 1024 of them would cost a minute of shell
 tests_bootstrap_boot_check_LDFLAGS = -no-install
 # The work queue's messages and the coordinator's start record.
 check_PROGRAMS += tests/unit/test_work_msg
 TESTS += tests/unit/test_work_msg
-tests_unit_test_work_msg_LDADD = runtime/work/libcohort_work_msg.la \
-	runtime/bootstrap/libcohort_bootstrap.la $(UNIT_LDADD)
+tests_unit_test_work_msg_LDADD = runtime/coord/libcohort_coord_config.la \
+	runtime/work/libcohort_work_msg.la runtime/net/libcohort_net.la $(UNIT_LDADD)
 # The work queue: workers, the coordinator, its journal, across many
 # processes on this machine.
 check_PROGRAMS += tests/work/work_check
 TESTS += tests/work.sh
 EXTRA_DIST += tests/work.sh
-
-# A prefix install writes only under the prefix.
-TESTS += tests/install-prefix.sh
-EXTRA_DIST += tests/install-prefix.sh
 tests_work_work_check_LDADD = runtime/libcohort/libcohort.la
 tests_work_work_check_LDFLAGS = -no-install
 
@@ -187,3 +184,7 @@ EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \
 	tests/python/test_prototypes.py tests/python/test_streams.py tests/python/test_work.py \
 	examples/infer_images.py examples/camera_streams.py
+
+# A prefix install writes only under the prefix.
+TESTS += tests/install-prefix.sh
+EXTRA_DIST += tests/install-prefix.sh

@@ -24,7 +24,7 @@ cluster_up 2
 # to OUT, stderr to OUT.err. Returns srun's status.
 env="ALL,COHORT_LIBRARY=$COHORT_BUILDDIR/runtime/libcohort/.libs/libcohort.so.0"
 env="$env,PYTHONPATH=$COHORT_SRCDIR/python,OMP_NUM_THREADS=1"
-env="$env,COHORT_WORK_COORD=$COHORT_BUILDDIR/runtime/work/cohort-work-coord"
+env="$env,COHORT_WORK_COORD=$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
 run() {
     local out=$1
     shift

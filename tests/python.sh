@@ -11,7 +11,7 @@ py=${COHORT_PYTHON:-}
 "$py" -c 'import pytest' 2>/dev/null || skip_all "$py has no pytest (apt-get install python3-pytest)"
 COHORT_LIBRARY="$COHORT_BUILDDIR/runtime/libcohort/.libs/libcohort.so.0"
 PYTHONPATH="$COHORT_SRCDIR/python:$COHORT_SRCDIR/tests/python"
-COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord"
+COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
 PATH="$COHORT_BUILDDIR/runtime/tools:$PATH"
 export COHORT_LIBRARY PYTHONPATH COHORT_WORK_COORD PATH
 if [ -n "${COHORT_SANITIZED:-}" ]; then

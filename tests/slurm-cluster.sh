@@ -229,7 +229,7 @@ ok $? "libcohort with neither the secret nor munge: one clear line per rank"
 worker="$COHORT_BUILDDIR/tests/work/work_check"
 mkdir -p "$work/wq"
 run "$tmp/wq" srun -N3 --ntasks-per-node=4 --cohort=infer \
-    --export=ALL,COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord",COHORT_TEST_OUT="$work/wq",COHORT_TEST_ITEMS=6000,COHORT_TEST_CAP=8,COHORT_TEST_US=300,COHORT_TEST_VICTIM_NODE=2,COHORT_TEST_AT=3,COHORT_TEST_DO=kill,COHORT_TEST_MAX_ATTEMPTS=5 \
+    --export=ALL,COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord",COHORT_TEST_OUT="$work/wq",COHORT_TEST_ITEMS=6000,COHORT_TEST_CAP=8,COHORT_TEST_US=300,COHORT_TEST_VICTIM_NODE=2,COHORT_TEST_AT=3,COHORT_TEST_DO=kill,COHORT_TEST_MAX_ATTEMPTS=5 \
     "$worker"
 cat "$work/wq"/committed.* 2>/dev/null | sort -n >"$tmp/wq.ids"
 [ "$(grep -c ': ok ' "$tmp/wq")" = 8 ] && [ -z "$(uniq -d "$tmp/wq.ids")" ] &&
@@ -360,7 +360,7 @@ run "$tmp/sec-munge-boot" srun -N3 --ntasks-per-node=2 --cohort=train \
 ok $? "secret=munge: libcohort authenticates through munge across 3 hosts in train mode ($(grep -m1 FAIL "$tmp/sec-munge-boot"; head -c 200 "$tmp/sec-munge-boot.err"))"
 mkdir -p "$work/wq-munge"
 run "$tmp/sec-munge-wq" srun -N2 --ntasks-per-node=2 --cohort=infer \
-    --export=ALL,COHORT_MUNGE_SOCKET="$msock",COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord",COHORT_TEST_OUT="$work/wq-munge",COHORT_TEST_ITEMS=400,COHORT_TEST_CAP=8 \
+    --export=ALL,COHORT_MUNGE_SOCKET="$msock",COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord",COHORT_TEST_OUT="$work/wq-munge",COHORT_TEST_ITEMS=400,COHORT_TEST_CAP=8 \
     "$worker"
 cat "$work/wq-munge"/committed.* 2>/dev/null | sort -n >"$tmp/wq-munge.ids"
 [ "$(grep -c ': ok ' "$tmp/sec-munge-wq")" = 4 ] && [ -z "$(uniq -d "$tmp/wq-munge.ids")" ] &&

@@ -12,7 +12,7 @@
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/streams/streams_check"
-COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord"
+COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
 export COHORT_WORK_COORD
 
 run() { # run N NODES [VAR=VALUE...]: a step of streams_check, output in $tmp/out

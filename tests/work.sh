@@ -17,7 +17,7 @@
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/work/work_check"
 status="$COHORT_BUILDDIR/runtime/tools/cohort-work"
-COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/work/cohort-work-coord"
+COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
 export COHORT_WORK_COORD
 kill_rounds=${WORK_KILL_ROUNDS:-100}
 coord_rounds=${WORK_COORD_ROUNDS:-50}

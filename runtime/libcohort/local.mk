@@ -21,9 +21,9 @@ runtime_libcohort_libcohort_la_SOURCES += runtime/libcohort/boot_pmix.c
 endif
 EXTRA_DIST += runtime/libcohort/boot_pmix.c
 # The hwloc-free halves of apply and the planner: libcohort does not link hwloc.
-runtime_libcohort_libcohort_la_LIBADD = runtime/streams/libcohort_streams_msg.la \
-	runtime/work/libcohort_work_msg.la \
-	runtime/bootstrap/libcohort_bootstrap.la \
+runtime_libcohort_libcohort_la_LIBADD = runtime/coord/libcohort_coord_config.la \
+	runtime/streams/libcohort_streams_msg.la runtime/work/libcohort_work_msg.la \
+	runtime/bootstrap/libcohort_bootstrap.la runtime/net/libcohort_net.la \
 	runtime/apply/libcohort_apply_base.la runtime/planner/libcohort_planner_base.la \
 	$(CRYPTO_LIBS) $(MUNGE_LIBS) $(PMIX_LIBS)
 runtime_libcohort_libcohort_la_LDFLAGS = $(HARDEN_LDFLAGS) -version-info 0:0:0 \

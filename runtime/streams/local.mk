@@ -1,8 +1,8 @@
 ## runtime/streams/local.mk - stream sets (cohort_streams.h): the pure
 ## placement of streams on workers (consistent hashing with bounded loads,
 ## ownership and epochs; no sockets, no clock), the messages libcohort's
-## client shares with the coordinator, and the coordinator's service (in
-## cohort-work-coord, runtime/work/local.mk).
+## client shares with the coordinator (runtime/coord, which hosts the
+## stream sets).
 noinst_LTLIBRARIES += runtime/streams/libcohort_place.la
 runtime_streams_libcohort_place_la_SOURCES = runtime/streams/place.h \
 	runtime/streams/place_private.h runtime/streams/place.c runtime/streams/place_own.c \
@@ -21,8 +21,3 @@ EXTRA_DIST += bench/streams-bench.sh
 noinst_LTLIBRARIES += runtime/streams/libcohort_streams_msg.la
 runtime_streams_libcohort_streams_msg_la_SOURCES = runtime/streams/streams_msg.h \
 	runtime/streams/streams_msg.c
-
-noinst_LTLIBRARIES += runtime/streams/libcohort_streams_coord.la
-runtime_streams_libcohort_streams_coord_la_SOURCES = runtime/streams/scoord.h \
-	runtime/streams/scoord.c
-runtime_streams_libcohort_streams_coord_la_LIBADD = runtime/streams/libcohort_streams_msg.la

@@ -1,7 +1,7 @@
-## runtime/work/local.mk - the work queue: the coordinator's pure scheduling
-## and lease logic (no sockets, no clock) and its throughput bench
-## (`make bench/sched_bench`); the messages and start record libcohort's
-## client shares with the coordinator; the coordinator's process.
+## runtime/work/local.mk - the work queue's pure core: the scheduling and
+## lease logic (no sockets, no clock) and its throughput bench (`make
+## bench/sched_bench`); the messages libcohort's client shares with the
+## coordinator (runtime/coord, which hosts the queue); the journal.
 noinst_LTLIBRARIES += runtime/work/libcohort_work_sched.la
 runtime_work_libcohort_work_sched_la_SOURCES = runtime/work/work_sched.h \
 	runtime/work/sched_private.h runtime/work/sched.c runtime/work/sched_lease.c \
@@ -14,17 +14,7 @@ bench_sched_bench_LDADD = runtime/work/libcohort_work_sched.la \
 bench_sched_bench_LDFLAGS = -no-install
 
 noinst_LTLIBRARIES += runtime/work/libcohort_work_msg.la
-runtime_work_libcohort_work_msg_la_SOURCES = runtime/work/work_msg.c runtime/work/work_msg.h \
-	runtime/work/coord_config.c runtime/work/coord_config.h
-
-pkglibexec_PROGRAMS = runtime/work/cohort-work-coord
-runtime_work_cohort_work_coord_SOURCES = runtime/work/coord_main.c runtime/work/coord.c \
-	runtime/work/coord.h runtime/work/coord_private.h runtime/work/coord_loop.c \
-	runtime/work/coord_report.c runtime/work/coord_journal.c
-runtime_work_cohort_work_coord_LDADD = runtime/streams/libcohort_streams_coord.la \
-	runtime/streams/libcohort_place.la runtime/work/libcohort_work_sched.la \
-	runtime/work/libcohort_work_journal.la runtime/work/libcohort_work_msg.la \
-	runtime/bootstrap/libcohort_bootstrap.la runtime/planner/libcohort_planner_base.la
+runtime_work_libcohort_work_msg_la_SOURCES = runtime/work/work_msg.c runtime/work/work_msg.h
 
 ## The work queue's journal (the coordinator's durable commits, resume) and
 ## cohort-work, which reads one.

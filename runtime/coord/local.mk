@@ -1,0 +1,18 @@
+## runtime/coord/local.mk - the step's coordinator process
+## (cohort-work-coord): its start record, which libcohort's rank 0 writes
+## (libcohort_coord_config), its main loop and the services it hosts: the
+## work queues (runtime/work) and the stream sets (runtime/streams).
+noinst_LTLIBRARIES += runtime/coord/libcohort_coord_config.la
+runtime_coord_libcohort_coord_config_la_SOURCES = runtime/coord/coord_config.c \
+	runtime/coord/coord_config.h
+
+pkglibexec_PROGRAMS = runtime/coord/cohort-work-coord
+runtime_coord_cohort_work_coord_SOURCES = runtime/coord/coord_main.c runtime/coord/coord.c \
+	runtime/coord/coord.h runtime/coord/coord_private.h runtime/coord/coord_loop.c \
+	runtime/coord/coord_report.c runtime/coord/coord_journal.c \
+	runtime/coord/scoord.c runtime/coord/scoord.h
+runtime_coord_cohort_work_coord_LDADD = runtime/coord/libcohort_coord_config.la \
+	runtime/streams/libcohort_streams_msg.la runtime/streams/libcohort_place.la \
+	runtime/work/libcohort_work_sched.la runtime/work/libcohort_work_journal.la \
+	runtime/work/libcohort_work_msg.la runtime/net/libcohort_net.la \
+	runtime/planner/libcohort_planner_base.la
