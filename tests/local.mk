@@ -188,3 +188,7 @@ EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 # A prefix install writes only under the prefix.
 TESTS += tests/install-prefix.sh
 EXTRA_DIST += tests/install-prefix.sh
+
+# The layers of runtime/README.md: includes and calls only go down.
+TESTS += tests/layers.sh
+EXTRA_DIST += tests/layers.sh tests/layers.py runtime/README.md
