@@ -39,15 +39,8 @@ def _decode(call: str, rank: int, kind: int, data: bytes) -> Any:
 
 
 class Session(_lib.Scoped):
-    """This task's membership of its Slurm job step: the base of Cohort.
-
-    Every method but the accessors is collective: every rank of the step
-    calls it, in the same order. Not thread-safe: use it from one thread.
-    Use it as a context manager to finalize it (which also closes the work
-    queues and stream sets still open on it); when the block raises, the
-    rank leaves without the last barrier, and the others' calls fail at
-    once naming it when its process exits.
-    """
+    """This task's membership of its Slurm job step: the base of Cohort
+    (cohort._core), which documents its use."""
 
     def __init__(self, handle: ctypes.c_void_p) -> None:
         self._h: Optional[ctypes.c_void_p] = handle
