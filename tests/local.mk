@@ -116,7 +116,7 @@ tests_unit_test_work_msg_LDADD = runtime/coord/libcohort_coord_config.la \
 check_PROGRAMS += tests/work/work_check
 TESTS += tests/work.sh
 EXTRA_DIST += tests/work.sh
-tests_work_work_check_LDADD = runtime/libcohort/libcohort.la
+tests_work_work_check_LDADD = runtime/libcohort/libcohort.la -lpthread
 tests_work_work_check_LDFLAGS = -no-install
 
 # Stream sets: many workers on this machine as simulated nodes.

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coord_private.h"
 #include "work_sched.h"
@@ -29,7 +30,12 @@ int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_
         return -1;
     co->start_ms = net_now_ms();
     co->join_by = co->start_ms + (int64_t)cfg->join_timeout_s * 1000;
-    return coord_journal_open(co, err);
+    co->out_fd = -1;
+    if (gethostname(co->host, sizeof co->host - 1) < 0)
+        strcpy(co->host, "?");
+    if (coord_journal_open(co, err) < 0)
+        return -1;
+    return coord_output_open(co, err);
 }
 
 void coord_free(struct coord *co)
@@ -37,6 +43,7 @@ void coord_free(struct coord *co)
     if (!co)
         return;
     coord_journal_close(co);
+    coord_output_close(co);
     sched_destroy(co->s);
     free(co->ids);
     free(co->spans);
@@ -174,6 +181,77 @@ static void settle(struct coord *co, uint32_t rank, enum work_op op, const struc
     free(answer);
 }
 
+/* The ids of a COMMIT_OUTPUT (after its head) into co->ids: *n of them,
+ * ascending with none twice. 0, or -1 with the sentence for the worker. */
+static int output_ids(struct coord *co, const struct wire_frame *f, uint64_t *n,
+                      struct cohort_err *e)
+{
+    const uint8_t *p = f->payload + WORK_OUTPUT_HEAD;
+    uint32_t len = f->len - WORK_OUTPUT_HEAD;
+    if (work_spans_check(p, len, co->cfg->n_items, n, e) < 0)
+        return -1;
+    if (*n == 0 || *n > COORD_LEASE_MAX)
+        return cohort_fail(e, "%llu ids in one call (1 to %u)", (unsigned long long)*n,
+                           COORD_LEASE_MAX);
+    work_spans_ids(p, len, co->ids);
+    for (uint64_t i = 1; i < *n; i++)
+        if (co->ids[i] <= co->ids[i - 1])
+            return cohort_fail(e, "the ids of a commit with results are not ascending");
+    return 0;
+}
+
+/* COMMIT_OUTPUT: all or nothing. The offered file is checked, then every
+ * id must be this worker's; the commit and its part go to the journal,
+ * the part is linked and the answer sent after the sync. An offer that
+ * loses is removed; one that cannot be checked stays the worker's. */
+static void settle_output(struct coord *co, uint32_t rank, const struct wire_frame *f,
+                          int64_t now)
+{
+    struct cohort_err e;
+    uint64_t n;
+    if (f->len <= WORK_OUTPUT_HEAD || output_ids(co, f, &n, &e) < 0 ||
+        coord_output_offer(co, f->payload, wire_get64(f->payload + 16), (size_t)n, e.msg,
+                           sizeof e.msg) < 0) {
+        if (f->len <= WORK_OUTPUT_HEAD)
+            snprintf(e.msg, sizeof e.msg, "a commit with results without ids");
+        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+        return;
+    }
+    struct sched_verdict v;
+    int rc = sched_commit_all(co->s, rank, now, co->ids, (size_t)n, &v, co->verdicts, &e);
+    if (rc == SCHED_ENOMEM) {
+        co->oom = true;
+        return;
+    }
+    if (rc != SCHED_OK)
+        coord_output_discard(co, f->payload);
+    struct work_verdict wv = {rc == SCHED_OK ? v.taken : 0, v.stale, v.bad, v.first_stale,
+                              v.first_bad};
+    uint8_t *answer;
+    uint32_t len;
+    if (verdict(co, &wv, rc == SCHED_EINVAL ? e.msg : NULL, co->ids, co->verdicts, (size_t)n,
+                &answer, &len) < 0) {
+        co->oom = true;
+        return;
+    }
+    if (rc != SCHED_OK) {
+        coord_send(co, rank, WORK_VERDICT, answer, len);
+        free(answer);
+        return;
+    }
+    co->changed = true;
+    if (coord_journal_publish(co, co->next_part, wire_get64(f->payload + 16),
+                              wire_get32(f->payload + 24), f->payload, (size_t)n) < 0 ||
+        coord_output_offered(co, co->next_part++, f->payload) < 0) {
+        co->oom |= !co->journal_failed;
+        free(answer);
+        return;
+    }
+    free(co->w[rank].due);
+    co->w[rank].due = answer; /* answered after the sync and the link */
+    co->w[rank].due_len = len;
+}
+
 static void totals(struct coord *co, uint32_t rank, enum work_op op)
 {
     struct sched_status st;
@@ -204,6 +282,9 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
     case WORK_COMMIT:
     case WORK_FAIL:
         settle(co, rank, (enum work_op)f->flags, f, now);
+        break;
+    case WORK_COMMIT_OUTPUT:
+        settle_output(co, rank, f, now);
         break;
     case WORK_EXTEND:
         if (sched_extend(co->s, rank, now, &e) < 0)

@@ -8,7 +8,7 @@
 #include "wire.h"
 #include "work_msg.h"
 
-#define MAGIC "CWC2"
+#define MAGIC "CWC3"
 
 struct writer {
     uint8_t *p;
@@ -64,6 +64,7 @@ static void write_all(struct writer *w, const struct coord_config *c)
     put32(w, c->verbose);
     put_str(w, c->name);
     put_str(w, c->journal);
+    put_str(w, c->output);
 }
 
 int coord_config_encode(const struct coord_config *cfg, uint8_t **out, size_t *len)
@@ -153,6 +154,7 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     c->verbose = take32(&r) != 0;
     take_str(&r, c->name, COORD_NAME_MAX);
     take_str(&r, c->journal, COORD_PATH_MAX);
+    take_str(&r, c->output, COORD_PATH_MAX);
     if (r.bad || r.off != len) {
         coord_config_free(c);
         return cohort_fail(err, "its start record is cut short or malformed");

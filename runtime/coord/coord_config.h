@@ -2,7 +2,7 @@
  * through its standard input: the step (job, step, every rank's node, the
  * view every worker's hello must carry), how to prove itself (the step's
  * secret, or munge), and what it serves: a queue (name, items, journal,
- * lease timeout, attempts) or a stream set (name, worker lease, load
+ * output directory, lease timeout, attempts) or a stream set (name, worker lease, load
  * bound, shedding). One binary record, encoded and checked here, so that the
  * library and the coordinator cannot disagree on it. */
 #ifndef COHORT_COORD_CONFIG_H
@@ -39,6 +39,7 @@ struct coord_config {
     bool verbose;
     char name[COORD_NAME_MAX + 1];
     char journal[COORD_PATH_MAX + 1]; /* "": none */
+    char output[COORD_PATH_MAX + 1];  /* a queue's results' directory; "": none */
 };
 
 /* The record of cfg, malloc'd into *out (*len bytes). -1 when out of memory. */

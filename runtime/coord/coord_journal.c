@@ -2,8 +2,8 @@
  * it: replayed into the scheduler at start (committed ids are never
  * handed out again; items set aside by an earlier step are, with fresh
  * attempts), the taken ids of each commit added, one sync per round
- * before the answers go out (group commit), and the items set aside
- * written at the end. Without a journal, each does nothing. */
+ * before the answers go out (group commit), a commit with results recorded
+ * with its part, and the items set aside written at the end. Without a journal, each does nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -12,6 +12,7 @@
 
 /* The committed runs replayed, for the scheduler in one call. */
 struct replayed {
+    struct coord *co;
     struct sched_span *spans;
     size_t n, cap;
 };
@@ -19,6 +20,8 @@ struct replayed {
 static int replay(void *ctx, const struct journal_event *ev, struct cohort_err *err)
 {
     struct replayed *r = ctx;
+    if (ev->kind == JOURNAL_PUBLISHED)
+        return coord_output_replayed(r->co, ev, err); /* its ids come as committed runs */
     if (ev->kind != JOURNAL_COMMITTED)
         return 0; /* set aside before: tried again in this step */
     if (r->n == r->cap) {
@@ -37,7 +40,7 @@ int coord_journal_open(struct coord *co, struct cohort_err *err)
 {
     if (!co->cfg->journal[0])
         return 0;
-    struct replayed r = {0};
+    struct replayed r = {.co = co};
     int rc = journal_open(co->cfg->journal, co->cfg->name, co->cfg->n_items, replay, &r,
                           &co->journal, err);
     if (rc == 0 && r.n && sched_mark_committed(co->s, r.spans, r.n, err) != SCHED_OK)
@@ -63,6 +66,18 @@ int coord_journal_add(struct coord *co, size_t n)
             co->ids[k++] = co->ids[i];
     struct cohort_err e;
     if (journal_add_committed(co->journal, co->ids, k, &e) < 0) {
+        co->journal_failed = true;
+        co->journal_error = e;
+        return -1;
+    }
+    return 0;
+}
+
+int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, uint32_t kind,
+                          const uint8_t *token, size_t n)
+{
+    struct cohort_err e;
+    if (journal_add_published(co->journal, part, data_len, kind, token, co->ids, n, &e) < 0) {
         co->journal_failed = true;
         co->journal_error = e;
         return -1;

@@ -7,10 +7,11 @@
 
 #include "coord_private.h"
 
-/* The journal is synced, then every commit answer it held goes out. */
+/* The journal is synced, the parts it recorded linked under their names,
+ * then every commit answer it held goes out. */
 static int answer_due(struct coord *co, struct cohort_err *err)
 {
-    if (coord_journal_sync(co, err) < 0)
+    if (coord_journal_sync(co, err) < 0 || coord_output_publish(co, err) < 0)
         return -1;
     for (uint32_t r = 0; r < co->cfg->size; r++) {
         struct worker *w = &co->w[r];

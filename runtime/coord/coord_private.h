@@ -14,6 +14,13 @@
 #include "work_msg.h"
 
 struct journal;
+struct journal_event;
+
+/* A part recorded in the journal and not yet under its name. */
+struct coord_pending {
+    uint64_t part;
+    uint8_t token[16];      /* OUTPUT_TOKEN_LEN: the offered file's */
+};
 
 struct worker {
     struct net_conn *conn;  /* NULL: not connected (yet, or any more) */
@@ -39,6 +46,11 @@ struct coord {
     struct journal *journal;
     bool journal_failed;    /* an add failed: the next sync fails with its line */
     struct cohort_err journal_error;
+    int out_fd;             /* the output directory; -1: none */
+    uint64_t next_part;     /* the number the next published part gets */
+    struct coord_pending *pend; /* recorded, to be linked after the sync */
+    size_t n_pend, cap_pend;
+    char host[64];          /* where the coordinator runs, for messages */
     uint32_t connected, lost_workers;
     uint32_t came;          /* workers that connected at least once */
     bool changed;           /* items came back or finished: held leases may go */
@@ -64,6 +76,30 @@ int coord_journal_sync(struct coord *co, struct cohort_err *err);
 /* At the end: the items set aside, written and synced. */
 int coord_journal_end(struct coord *co, struct cohort_err *err);
 void coord_journal_close(struct coord *co);
+
+/* A commit with results (COMMIT_OUTPUT) of co->ids[0..n-1]: its ids and
+ * part recorded with the others of the round. 0, or -1 when the journal
+ * failed (the next sync says so). */
+int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, uint32_t kind,
+                          const uint8_t *token, size_t n);
+
+/* Published results (coord_output.c). coord_output_replayed gathers the
+ * journal's publications at start; coord_output_open then opens (makes)
+ * the directory, finishes them and clears away offers never committed.
+ * coord_output_offer checks a worker's offered file for co->ids[0..n-1]
+ * (0, or -1 with the sentence for the worker in why); once the commit is
+ * recorded, coord_output_offered keeps the part for coord_output_publish,
+ * which after each sync links every recorded part under its name (-1:
+ * out of memory). coord_output_discard removes an offer that lost. */
+int coord_output_replayed(struct coord *co, const struct journal_event *ev,
+                          struct cohort_err *err);
+int coord_output_open(struct coord *co, struct cohort_err *err);
+int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len, size_t n,
+                       char *why, size_t len);
+int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token);
+int coord_output_publish(struct coord *co, struct cohort_err *err);
+void coord_output_discard(struct coord *co, const uint8_t *token);
+void coord_output_close(struct coord *co);
 
 /* Verbose: a progress line now and then, and the final line. */
 void coord_progress(struct coord *co, int64_t now);

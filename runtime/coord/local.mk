@@ -9,10 +9,11 @@ runtime_coord_libcohort_coord_config_la_SOURCES = runtime/coord/coord_config.c \
 pkglibexec_PROGRAMS = runtime/coord/cohort-work-coord
 runtime_coord_cohort_work_coord_SOURCES = runtime/coord/coord_main.c runtime/coord/coord.c \
 	runtime/coord/coord.h runtime/coord/coord_private.h runtime/coord/coord_loop.c \
-	runtime/coord/coord_report.c runtime/coord/coord_journal.c \
+	runtime/coord/coord_report.c runtime/coord/coord_journal.c runtime/coord/coord_output.c \
 	runtime/coord/scoord.c runtime/coord/scoord.h
 runtime_coord_cohort_work_coord_LDADD = runtime/coord/libcohort_coord_config.la \
 	runtime/streams/libcohort_streams_msg.la runtime/streams/libcohort_place.la \
 	runtime/work/libcohort_work_sched.la runtime/work/libcohort_work_journal.la \
-	runtime/work/libcohort_work_msg.la runtime/net/libcohort_net.la \
+	runtime/work/libcohort_work_msg.la runtime/work/libcohort_work_output.la \
+	runtime/net/libcohort_net.la \
 	runtime/planner/libcohort_planner_base.la

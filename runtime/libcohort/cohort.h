@@ -44,7 +44,8 @@ extern "C" {
  * library's exported symbols carry the major number as their version
  * (COHORT_1). */
 #define COHORT_API_VERSION_MAJOR 1
-#define COHORT_API_VERSION_MINOR 2 /* 1: the work queue, cohort_work.h; 2: streams */
+#define COHORT_API_VERSION_MINOR 3 /* 1: the work queue, cohort_work.h; 2: streams;
+                                     3: a work queue's results published exactly once */
 #define COHORT_API_VERSION (COHORT_API_VERSION_MAJOR * 1000 + COHORT_API_VERSION_MINOR)
 
 /* COHORT_API_VERSION as the library was built: compare it with the value

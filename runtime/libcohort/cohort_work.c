@@ -4,9 +4,11 @@
  * rank's connection to it (cohort_coord.h). The calls in between are in
  * cohort_work_call.c. */
 #include <nettle/sha2.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cohort_coord.h"
 #include "cohort_internal.h"
@@ -22,18 +24,20 @@
 struct args {
     uint8_t bad;
     uint8_t journal[SHA256_DIGEST_SIZE]; /* of the path; zero: none */
+    uint8_t output[SHA256_DIGEST_SIZE];  /* likewise */
     uint32_t lease_timeout_s, max_attempts;
     uint64_t n_items;
     char name[WORK_NAME_MAX + 1];
     char why[WHY_MAX]; /* bad: what is wrong */
 };
-#define ARGS_LEN (1 + SHA256_DIGEST_SIZE + 4 + 4 + 8 + WORK_NAME_MAX + 1 + WHY_MAX)
+#define ARGS_LEN (1 + 2 * SHA256_DIGEST_SIZE + 4 + 4 + 8 + WORK_NAME_MAX + 1 + WHY_MAX)
 
 static void args_put(const struct args *a, uint8_t *p)
 {
     *p++ = a->bad;
     memcpy(p, a->journal, SHA256_DIGEST_SIZE);
-    p += SHA256_DIGEST_SIZE;
+    memcpy(p + SHA256_DIGEST_SIZE, a->output, SHA256_DIGEST_SIZE);
+    p += 2 * SHA256_DIGEST_SIZE;
     wire_put32(p, a->lease_timeout_s);
     wire_put32(p + 4, a->max_attempts);
     wire_put64(p + 8, a->n_items);
@@ -45,7 +49,8 @@ static void args_get(const uint8_t *p, struct args *a)
 {
     a->bad = *p++;
     memcpy(a->journal, p, SHA256_DIGEST_SIZE);
-    p += SHA256_DIGEST_SIZE;
+    memcpy(a->output, p + SHA256_DIGEST_SIZE, SHA256_DIGEST_SIZE);
+    p += 2 * SHA256_DIGEST_SIZE;
     a->lease_timeout_s = wire_get32(p);
     a->max_attempts = wire_get32(p + 4);
     a->n_items = wire_get64(p + 8);
@@ -71,8 +76,8 @@ static void args_mine(struct cohort *c, const char *name, uint64_t n_items,
     memset(a, 0, sizeof *a);
     memset(o, 0, sizeof *o);
     a->n_items = n_items;
-    if (cohort_internal_read_opts(c, "cohort_work_open", "struct cohort_work_opts", opts,
-                                  sizeof *o, o, sizeof *o) < 0)
+    if (cohort_internal_read_opts(c, "cohort_work_open", "cohort_work_opts", opts,
+                                  offsetof(struct cohort_work_opts, output), o, sizeof *o) < 0)
         snprintf(a->why, sizeof a->why, "%s", cohort_error(c));
     else if (!w)
         snprintf(a->why, sizeof a->why, "w is NULL");
@@ -90,6 +95,12 @@ static void args_mine(struct cohort *c, const char *name, uint64_t n_items,
     else if (o->journal && (!*o->journal || strlen(o->journal) > COORD_PATH_MAX))
         snprintf(a->why, sizeof a->why, "the journal's path must have 1 to %d characters",
                  COORD_PATH_MAX);
+    else if (o->output && (!*o->output || strlen(o->output) > COORD_PATH_MAX))
+        snprintf(a->why, sizeof a->why, "the output directory's path must have 1 to %d "
+                 "characters", COORD_PATH_MAX);
+    else if (o->output && !o->journal)
+        snprintf(a->why, sizeof a->why, "output is set and journal is not: a queue that "
+                 "publishes results needs a journal (they are recorded in it); give one");
     a->bad = a->why[0] != 0;
     if (a->bad)
         return;
@@ -99,6 +110,8 @@ static void args_mine(struct cohort *c, const char *name, uint64_t n_items,
     a->max_attempts = (uint32_t)(o->max_attempts ? o->max_attempts : DEFAULT_MAX_ATTEMPTS);
     if (o->journal)
         digest(o->journal, a->journal);
+    if (o->output)
+        digest(o->output, a->output);
 }
 
 /* Every rank's arguments through one allgather: 0 when all are good and
@@ -126,12 +139,13 @@ static int agree(struct cohort *c, const struct args *mine)
                                       r, a.name, (unsigned long long)a.n_items, first.name,
                                       (unsigned long long)first.n_items);
         else if (!first.bad && (memcmp(a.journal, first.journal, sizeof a.journal) ||
+                                memcmp(a.output, first.output, sizeof a.output) ||
                                 a.lease_timeout_s != first.lease_timeout_s ||
                                 a.max_attempts != first.max_attempts))
             rc = cohort_internal_fail(c, COHORT_ERR_USAGE,
                                       "cohort: cohort_work_open: rank %d opens queue '%s' with "
-                                      "other options than rank 0 (journal, lease_timeout_s or "
-                                      "max_attempts): every rank must give the same",
+                                      "other options than rank 0 (journal, output, "
+                                      "lease_timeout_s or max_attempts): every rank must give the same",
                                       r, a.name);
     }
     free(all);
@@ -143,6 +157,10 @@ static void work_free(struct cohort_work *w)
     if (!w)
         return;
     coord_link_free(&w->link);
+    if (w->out_fd >= 0)
+        close(w->out_fd);
+    free(w->output);
+    free(w->ids);
     free(w->spans);
     free(w->stale);
     free(w);
@@ -162,11 +180,17 @@ int cohort_work_open(struct cohort *c, const char *name, uint64_t n_items,
     if (agree(c, &a) < 0)
         return -1;
     struct cohort_work *w = calloc(1, sizeof *w);
+    if (w)
+        w->out_fd = -1;
     if (!w || !(w->spans = malloc((size_t)WORK_SPAN_LEN * WORK_LEASE_MAX))) {
         work_free(w);
         return cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");
     }
     w->c = c;
+    if (o.output && !(w->output = strdup(o.output))) {
+        work_free(w);
+        return cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");
+    }
     w->n_items = a.n_items;
     w->journal = o.journal != NULL;
     snprintf(w->name, sizeof w->name, "%s", a.name);
@@ -175,6 +199,7 @@ int cohort_work_open(struct cohort *c, const char *name, uint64_t n_items,
                                .max_attempts = a.max_attempts};
     snprintf(cfg.name, sizeof cfg.name, "%s", a.name);
     snprintf(cfg.journal, sizeof cfg.journal, "%s", o.journal ? o.journal : "");
+    snprintf(cfg.output, sizeof cfg.output, "%s", o.output ? o.output : "");
     char what[WORK_NAME_MAX + 16];
     snprintf(what, sizeof what, "queue '%s'", a.name);
     if (coord_link_open(&w->link, c, "cohort_work_open", what, &cfg) < 0) {

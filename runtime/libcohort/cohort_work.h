@@ -8,12 +8,14 @@
  *   uint64_t ids[256];
  *   long k;
  *   while ((k = cohort_work_lease(w, ids, 256)) > 0) {
- *       ... process ids[0..k-1], keep the results aside ...
- *       int r = cohort_work_commit(w, ids, k);
- *       if (r == 0) ... publish the results ...
- *       else if (r == COHORT_WORK_STALE) ... publish all but those of
- *           cohort_work_stale_ids(w, &n): another worker owns them ...
+ *       ... process ids[0..k-1] into results (res, len bytes) ...
+ *       int r = cohort_work_commit_output(w, ids, k, res, len);
+ *       if (r == COHORT_WORK_STALE) ... another worker has cohort_work_stale_ids'
+ *           ids: process the others again and commit them with their results ...
  *   }
+ * (with opts.output set: the results are published exactly once; without
+ * it, cohort_work_commit commits ids alone and the program keeps results
+ * as it likes.)
  *   cohort_work_close(w);
  *
  * The queue is served by a coordinator process of its own (started by
@@ -57,6 +59,11 @@ struct cohort_work_opts {
                             group or others (docs/work.md, "The journal") */
     int lease_timeout_s; /* 0: default (60); a lease not committed by then is taken back */
     int max_attempts;    /* 0: default 3; an item that failed this often is set aside */
+    /* API 1.3: */
+    const char *output;  /* NULL: none; else a directory (shared filesystem, one queue's:
+                            made when missing, the user's own, not writable by group or
+                            others) where cohort_work_commit_output publishes results;
+                            needs a journal (docs/work.md, "Results exactly once") */
 };
 
 /* cohort_work_commit: this worker's lease on some ids was taken back (by
@@ -79,6 +86,33 @@ long cohort_work_lease(struct cohort_work *w, uint64_t *ids, size_t cap);
  * results; the others are committed); -1 on error, e.g. ids this worker
  * does not hold (named in cohort_error). */
 int cohort_work_commit(struct cohort_work *w, const uint64_t *ids, size_t n);
+
+/* API 1.3. Commits ids[0..n-1] (any order, none twice, n >= 1) together
+ * with their results, len bytes at data (any content; 0 allowed), all or
+ * nothing. 0: every id is committed by this worker and the bytes are
+ * published in the queue's output directory exactly once, as one part
+ * (also when this worker dies as the call returns, and when the
+ * coordinator dies after deciding: a rerun over the journal finishes the
+ * publication). COHORT_WORK_STALE: some id was no longer this worker's;
+ * nothing of the call is committed or published, cohort_work_stale_ids
+ * names those ids, and the others stay leased to this worker (commit them
+ * again, with their own results). -1: an error (cohort_error), nothing
+ * committed by this call as far as this worker can tell; when the
+ * coordinator is gone the call's fate is settled by the rerun over the
+ * journal, either way exactly once. The results are written to a file
+ * by this worker (synced before the commit): they never pass through the
+ * coordinator. The queue needs opts.output. */
+int cohort_work_commit_output(struct cohort_work *w, const uint64_t *ids, size_t n,
+                              const void *data, size_t len);
+
+/* The kinds of results a part records for its readers. */
+#define COHORT_WORK_OUTPUT_BYTES 0u  /* bytes, as given */
+#define COHORT_WORK_OUTPUT_PICKLE 1u /* a Python pickle (the Python package's save) */
+
+/* API 1.3. cohort_work_commit_output, the part recorded as of kind (the
+ * two above, or any other number a program gives its own meaning). */
+int cohort_work_commit_output_kind(struct cohort_work *w, const uint64_t *ids, size_t n,
+                                   const void *data, size_t len, uint32_t kind);
 
 /* Gives items back unprocessed (counts an attempt). 0, COHORT_WORK_STALE
  * or -1 as cohort_work_commit. */

@@ -168,12 +168,34 @@ static int stale_ids(struct cohort_work *w, const uint8_t *p, uint32_t len, uint
     return 0;
 }
 
-/* COMMIT or FAIL of ids: 0, COHORT_WORK_STALE or -1. */
-static int settle(struct cohort_work *w, const char *func, enum work_op op, const uint64_t *ids,
-                  size_t n)
+int work_verdict(struct cohort_work *w, const char *func, struct wire_frame *f)
 {
-    if (!w)
-        return -1;
+    if (f->flags == WORK_ERROR)
+        return work_refused(w, func, f);
+    if (f->flags != WORK_VERDICT || f->len < WORK_VERDICT_LEN)
+        return odd(w, func, f);
+    struct work_verdict v;
+    work_verdict_get(f->payload, &v);
+    uint32_t m = f->len >= WORK_VERDICT_LEN + 4 ? wire_get32(f->payload + WORK_VERDICT_LEN) : 0;
+    if (f->len < WORK_VERDICT_LEN + 4 || m > f->len - WORK_VERDICT_LEN - 4 ||
+        stale_ids(w, f->payload + WORK_VERDICT_LEN + 4 + m,
+                  f->len - WORK_VERDICT_LEN - 4 - m, v.stale) < 0)
+        return odd(w, func, f);
+    if (v.bad) {
+        int k = m < COHORT_ERR_LEN - 1 ? (int)m : COHORT_ERR_LEN - 1;
+        cohort_internal_fail(w->c, COHORT_ERR_USAGE,
+                             "cohort: %s: queue '%s': %llu of the ids are not held by this "
+                             "worker (first: %llu): %.*s",
+                             func, w->name, (unsigned long long)v.bad,
+                             (unsigned long long)v.first_bad, k,
+                             (const char *)f->payload + WORK_VERDICT_LEN + 4);
+    }
+    conn_consume(&w->link.conn->c, f);
+    return v.bad ? -1 : v.stale ? COHORT_WORK_STALE : 0;
+}
+
+int work_ids_check(struct cohort_work *w, const char *func, const uint64_t *ids, size_t n)
+{
     if ((!ids && n) || n > WORK_LEASE_MAX)
         return cohort_internal_fail(w->c, COHORT_ERR_USAGE,
                                     "cohort: %s: %s (at most %u ids per call)", func,
@@ -186,6 +208,15 @@ static int settle(struct cohort_work *w, const char *func, enum work_op op, cons
                                         func, (unsigned long long)ids[i], w->name,
                                         (unsigned long long)w->n_items - 1);
     w->n_stale = 0;
+    return 0;
+}
+
+/* COMMIT or FAIL of ids: 0, COHORT_WORK_STALE or -1. */
+static int settle(struct cohort_work *w, const char *func, enum work_op op, const uint64_t *ids,
+                  size_t n)
+{
+    if (!w || work_ids_check(w, func, ids, n) < 0)
+        return -1;
     if (n == 0)
         return 0;
     size_t spans = work_span_count(ids, n);
@@ -193,28 +224,7 @@ static int settle(struct cohort_work *w, const char *func, enum work_op op, cons
     struct wire_frame f;
     if (work_call(w, func, op, w->spans, (uint32_t)(spans * WORK_SPAN_LEN), &f) < 0)
         return -1;
-    if (f.flags == WORK_ERROR)
-        return work_refused(w, func, &f);
-    if (f.flags != WORK_VERDICT || f.len < WORK_VERDICT_LEN)
-        return odd(w, func, &f);
-    struct work_verdict v;
-    work_verdict_get(f.payload, &v);
-    uint32_t m = f.len >= WORK_VERDICT_LEN + 4 ? wire_get32(f.payload + WORK_VERDICT_LEN) : 0;
-    if (f.len < WORK_VERDICT_LEN + 4 || m > f.len - WORK_VERDICT_LEN - 4 ||
-        stale_ids(w, f.payload + WORK_VERDICT_LEN + 4 + m,
-                  f.len - WORK_VERDICT_LEN - 4 - m, v.stale) < 0)
-        return odd(w, func, &f);
-    if (v.bad) {
-        int k = m < COHORT_ERR_LEN - 1 ? (int)m : COHORT_ERR_LEN - 1;
-        cohort_internal_fail(w->c, COHORT_ERR_USAGE,
-                             "cohort: %s: queue '%s': %llu of the ids are not held by this "
-                             "worker (first: %llu): %.*s",
-                             func, w->name, (unsigned long long)v.bad,
-                             (unsigned long long)v.first_bad, k,
-                             (const char *)f.payload + WORK_VERDICT_LEN + 4);
-    }
-    conn_consume(&w->link.conn->c, &f);
-    return v.bad ? -1 : v.stale ? COHORT_WORK_STALE : 0;
+    return work_verdict(w, func, &f);
 }
 
 const uint64_t *cohort_work_stale_ids(const struct cohort_work *w, size_t *n)

@@ -22,6 +22,9 @@ struct cohort_work {
     uint64_t *stale;          /* the last commit's or failure's stale ids */
     size_t n_stale, stale_cap;
     uint64_t n_items;
+    char *output;             /* the results' directory, or NULL */
+    int out_fd;               /* it, opened at the first commit with results; -1 */
+    uint64_t *ids;            /* a commit with results' ids, sorted */
     bool journal;             /* for messages: whether a rerun resumes */
     bool gone;                /* the coordinator is gone: every call fails at once */
     char name[WORK_NAME_MAX + 1];
@@ -33,6 +36,16 @@ struct cohort_work {
  * caller in messages. 0, or -1 with w->c's error set. */
 int work_call(struct cohort_work *w, const char *func, enum work_op op, const void *p,
               uint32_t len, struct wire_frame *f);
+
+/* A commit's or failure's answer in *f (consumed): 0, COHORT_WORK_STALE
+ * (w->stale holds the ids), or -1 with w->c's error (an ERROR answer, ids
+ * not held, an answer of another kind). */
+int work_verdict(struct cohort_work *w, const char *func, struct wire_frame *f);
+
+/* Checks a call's ids (not NULL when n, at most WORK_LEASE_MAX, each an id
+ * of the queue) and forgets the last call's stale ids: 0, or -1 with
+ * w->c's error. */
+int work_ids_check(struct cohort_work *w, const char *func, const uint64_t *ids, size_t n);
 
 /* Sets w->c's error for an ERROR answer (its sentence) and returns -1. */
 int work_refused(struct cohort_work *w, const char *func, const struct wire_frame *f);

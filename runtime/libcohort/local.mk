@@ -9,7 +9,8 @@ runtime_libcohort_libcohort_la_SOURCES = runtime/libcohort/cohort.c runtime/libc
 	runtime/libcohort/cohort_internal.h runtime/libcohort/boot_ops.h runtime/libcohort/boot_tcp.c \
 	runtime/libcohort/cohort_self.h runtime/libcohort/cohort_work.h \
 	runtime/libcohort/cohort_work_private.h runtime/libcohort/cohort_work.c \
-	runtime/libcohort/cohort_work_call.c runtime/libcohort/cohort_coord.h \
+	runtime/libcohort/cohort_work_call.c runtime/libcohort/cohort_work_output.c \
+	runtime/libcohort/cohort_coord.h \
 	runtime/libcohort/cohort_coord.c runtime/libcohort/cohort_streams.h \
 	runtime/libcohort/cohort_streams.c
 # the work queue starts its coordinator from here (COHORT_WORK_COORD overrides)
@@ -23,6 +24,7 @@ EXTRA_DIST += runtime/libcohort/boot_pmix.c
 # The hwloc-free halves of apply and the planner: libcohort does not link hwloc.
 runtime_libcohort_libcohort_la_LIBADD = runtime/coord/libcohort_coord_config.la \
 	runtime/streams/libcohort_streams_msg.la runtime/work/libcohort_work_msg.la \
+	runtime/work/libcohort_work_output.la \
 	runtime/bootstrap/libcohort_bootstrap.la runtime/net/libcohort_net.la \
 	runtime/apply/libcohort_apply_base.la runtime/planner/libcohort_planner_base.la \
 	$(CRYPTO_LIBS) $(MUNGE_LIBS) $(PMIX_LIBS)

@@ -1,5 +1,6 @@
 /* cohort-work.c - tells what a work queue's journal holds: the items done,
- * set aside (with their attempts) and remaining, as text or JSON. It only
+ * set aside (with their attempts) and remaining, as text or JSON; and
+ * (work_output.c) what it published in its output directory. It only
  * reads the journal, without its lock, so it may run while the queue's
  * coordinator writes it. The queue's name, the path and error lines are
  * printed with control bytes escaped: the journal may be another user's.
@@ -14,6 +15,8 @@
 
 #include "config.h"
 #include "journal.h"
+#include "text_escape.h"
+#include "work_output.h"
 
 #define TEXT_ASIDE_MAX 20 /* set-aside ids the text names */
 
@@ -21,9 +24,14 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: cohort-work status JOURNAL [--format text|json]\n"
+            "       cohort-work output DIR [--journal JOURNAL] [--format text|json]\n"
             "\n"
-            "Prints what a work queue's journal holds: items done, set aside and remaining.\n"
-            "  --format FMT   text (default) or json\n"
+            "status: what a work queue's journal holds: items done, set aside and remaining.\n"
+            "output: the results a queue published in DIR (each part: file, ids, size), and\n"
+            "        whether every id is in at most one part (with --journal: every id\n"
+            "        committed with results in exactly one, as the journal records).\n"
+            "  --format FMT      text (default) or json\n"
+            "  --journal FILE    (output) the queue's journal, to check against\n"
             "  --version, --help\n");
 }
 
@@ -32,47 +40,6 @@ static int bad_usage(const char *what, const char *arg)
     fprintf(stderr, "cohort-work: %s%s%s (see cohort-work --help)\n", what, arg ? " " : "",
             arg ? arg : "");
     return 2;
-}
-
-/* The bytes of a UTF-8 character at p that is not a control (C1 included),
- * or 0 (a control, or not UTF-8). */
-static size_t utf8_printable(const unsigned char *p)
-{
-    if (p[0] >= 0x20 && p[0] < 0x7f)
-        return 1;
-    size_t n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-             : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
-    unsigned lo = p[0] == 0xe0 ? 0xa0 : p[0] == 0xf0 ? 0x90 : 0x80; /* not overlong */
-    unsigned hi = p[0] == 0xed ? 0x9f : p[0] == 0xf4 ? 0x8f : 0xbf; /* no surrogate, <= U+10FFFF */
-    if (n == 0 || p[1] < lo || p[1] > hi || (p[0] == 0xc2 && p[1] < 0xa0)) /* C1 controls */
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
-    return n;
-}
-
-/* s, malloc'd, with what a terminal could act on written as \xNN (control
- * bytes, DEL, C1 controls, bytes that are not UTF-8) and a backslash as
- * \\; NULL when out of memory. */
-static char *escaped(const char *s)
-{
-    char *out = malloc(4 * strlen(s) + 1), *o = out;
-    const unsigned char *p = (const unsigned char *)s;
-    while (out && *p) {
-        size_t n = *p == '\\' ? 0 : utf8_printable(p);
-        if (n == 0) {
-            o += sprintf(o, *p == '\\' ? "\\\\" : "\\x%02x", *p);
-            p++;
-        } else {
-            memcpy(o, p, n);
-            o += n;
-            p += n;
-        }
-    }
-    if (out)
-        *o = 0;
-    return out;
 }
 
 static void print_text(const char *path, const struct journal_summary *s)
@@ -157,29 +124,35 @@ int main(int argc, char **argv)
     enum { OPT_VERSION = 256 };
     static const struct option opts[] = {
         {"format", required_argument, NULL, 'f'},
+        {"journal", required_argument, NULL, 'j'},
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int json = 0, c;
+    const char *journal = NULL;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:j:h", opts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (strcmp(optarg, "text") != 0 && strcmp(optarg, "json") != 0)
                 return bad_usage("format is not one of text, json:", optarg);
             json = strcmp(optarg, "json") == 0;
             break;
+        case 'j': journal = optarg; break;
         case OPT_VERSION: puts("cohort-work " PACKAGE_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         default: return bad_usage("unknown option or missing value:", argv[optind - 1]);
         }
     }
     if (optind >= argc)
-        return bad_usage("a command is needed: status JOURNAL", NULL);
-    if (strcmp(argv[optind], "status") != 0)
+        return bad_usage("a command is needed: status JOURNAL, or output DIR", NULL);
+    int out = strcmp(argv[optind], "output") == 0;
+    if (!out && strcmp(argv[optind], "status") != 0)
         return bad_usage("unknown command", argv[optind]);
     if (argc - optind != 2)
-        return bad_usage("status takes one JOURNAL", NULL);
-    return status(argv[optind + 1], json);
+        return bad_usage(out ? "output takes one DIR" : "status takes one JOURNAL", NULL);
+    if (!out && journal)
+        return bad_usage("--journal is for output, not status", NULL);
+    return out ? work_output(argv[optind + 1], journal, json) : status(argv[optind + 1], json);
 }

@@ -339,6 +339,52 @@ int journal_add_committed(struct journal *j, const uint64_t *ids, size_t n,
     return 0;
 }
 
+int journal_add_published(struct journal *j, uint64_t part, uint64_t data_len,
+                          uint32_t data_kind, const uint8_t token[JOURNAL_TOKEN_LEN],
+                          const uint64_t *ids, size_t n, struct cohort_err *err)
+{
+    if (j->failed)
+        return again(j, err);
+    size_t spans = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] >= j->n_items || (i && ids[i] <= ids[i - 1]))
+            return broken(j, err, COHORT_E_USAGE,
+                          "journal %s: the ids of part %" PRIu64 " are beyond the queue or "
+                          "not ascending", j->path, part);
+        spans += !i || ids[i] != ids[i - 1] + 1;
+    }
+    if (spans == 0 || spans > JOURNAL_PUB_SPANS_MAX)
+        return broken(j, err, COHORT_E_USAGE, "journal %s: part %" PRIu64 " has %zu runs of ids "
+                      "(1 to %u)", j->path, part, spans, JOURNAL_PUB_SPANS_MAX);
+    close_open(j);
+    size_t blen = JPUB_LEN + spans * JSPAN_LEN;
+    if (room(j, JREC_HEAD + blen) < 0)
+        return oom(j, err);
+    uint8_t *r = j->buf + j->len, *sp = r + JREC_HEAD + JPUB_LEN;
+    r[0] = JOURNAL_PUBLISHED;
+    jput32(r + 1, (uint32_t)blen);
+    jput64(r + JREC_HEAD, part);
+    jput64(r + JREC_HEAD + 8, data_len);
+    jput32(r + JREC_HEAD + 16, data_kind);
+    memcpy(r + JREC_HEAD + 20, token, JOURNAL_TOKEN_LEN);
+    for (size_t i = 0, k; i < n; i = k, sp += JSPAN_LEN) {
+        for (k = i + 1; k < n && ids[k] == ids[k - 1] + 1; k++)
+            ;
+        uint64_t dup;
+        int rc = jspans_overlap(&j->replayed, ids[i], ids[k - 1] + 1, &dup)
+                     ? 1 : jtree_add(&j->added, ids[i], ids[k - 1] + 1, &dup);
+        if (rc > 0)
+            return broken(j, err, COHORT_E_USAGE,
+                          "journal %s: id %" PRIu64 " committed a second time", j->path, dup);
+        if (rc < 0)
+            return oom(j, err);
+        jput64(sp, ids[i]);
+        jput64(sp + 8, ids[k - 1] + 1);
+    }
+    j->len += JREC_HEAD + blen;
+    return 0;
+}
+
 int journal_add_set_aside(struct journal *j, uint64_t id, uint32_t attempts,
                           struct cohort_err *err)
 {

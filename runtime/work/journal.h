@@ -13,7 +13,12 @@
  *     header's check and the head's three words before it); then the
  *     records, each type (u8), body length (u32), body:
  *     JOURNAL_COMMITTED (1): spans, each lo (u64) and hi (u64): ids lo..hi-1;
- *     JOURNAL_SET_ASIDE (2): id (u64), attempts (u32).
+ *     JOURNAL_SET_ASIDE (2): id (u64), attempts (u32);
+ *     JOURNAL_PUBLISHED (3): part (u64), data length (u64), kind (u32),
+ *       token (16 bytes), then spans as COMMITTED's (ascending, disjoint,
+ *       1..JOURNAL_PUB_SPANS_MAX): these ids are committed, and their results
+ *       are part number `part` of the queue's output directory, offered as
+ *       the file named by the token (output.h).
  *   A journal of another format (format 1, records without frames, written
  *   before this one) is refused with a line saying so.
  *
@@ -84,17 +89,30 @@
 enum journal_event_kind {
     JOURNAL_COMMITTED = 1,
     JOURNAL_SET_ASIDE = 2,
+    JOURNAL_PUBLISHED = 3,
 };
+
+#define JOURNAL_TOKEN_LEN 16
+#define JOURNAL_PUB_SPANS_MAX 65536u /* runs of ids in one publication */
 
 /* One replayed fact. */
 struct journal_event {
     enum journal_event_kind kind;
-    uint64_t lo, hi;   /* COMMITTED: ids lo..hi-1; SET_ASIDE: the id is lo, hi = lo + 1 */
+    uint64_t lo, hi;   /* COMMITTED: ids lo..hi-1; SET_ASIDE: the id is lo, hi = lo + 1;
+                          PUBLISHED: the first and last id + 1 of its spans */
     uint32_t attempts; /* SET_ASIDE: the attempts the item had */
+    /* PUBLISHED: */
+    uint64_t part, data_len;
+    uint32_t data_kind;
+    uint8_t token[JOURNAL_TOKEN_LEN];
+    const uint8_t *spans; /* n_spans (lo, hi) big-endian pairs, valid during the call */
+    uint32_t n_spans;
+    uint64_t n_ids;
 };
 
-/* Called by journal_open for each set-aside id as the pass meets it (in
- * range), then, once the whole journal is checked, for each run of
+/* Called by journal_open for each set-aside id and each publication as
+ * the pass meets them (in range; a publication's ids count as committed
+ * too), then, once the whole journal is checked, for each run of
  * committed ids, ascending and maximal. Returns 0, or -1 with err to stop
  * journal_open, which then fails with that err. When journal_open fails,
  * whatever fn gathered is to be discarded. An id set aside may be
@@ -128,6 +146,14 @@ uint64_t journal_torn_bytes(const struct journal *j);
  * final: every later call but journal_close fails with the first line. */
 int journal_add_committed(struct journal *j, const uint64_t *ids, size_t n,
                           struct cohort_err *err);
+
+/* Adds a record: ids[0..n-1] (ascending, no id twice, at most
+ * JOURNAL_PUB_SPANS_MAX runs) are committed with their results published as
+ * part number part (data_len bytes of kind data_kind, offered as the file
+ * of token). Fails as journal_add_committed. */
+int journal_add_published(struct journal *j, uint64_t part, uint64_t data_len,
+                          uint32_t data_kind, const uint8_t token[JOURNAL_TOKEN_LEN],
+                          const uint64_t *ids, size_t n, struct cohort_err *err);
 
 /* Adds a record: id was set aside after attempts attempts. Fails as
  * journal_add_committed (not for an id committed before). */
@@ -166,6 +192,10 @@ struct journal_summary {
  * 0, or -1 with one line in err (as journal_open, and nothing to free).
  * The journal's own name and size are taken, not checked. */
 int journal_summary(const char *path, struct journal_summary *s, struct cohort_err *err);
+/* journal_summary, with fn (may be NULL) called with ctx for each
+ * publication as the pass meets it. */
+int journal_summary_each(const char *path, struct journal_summary *s, journal_replay_fn fn,
+                         void *ctx, struct cohort_err *err);
 void journal_summary_free(struct journal_summary *s);
 
 #endif

@@ -154,7 +154,22 @@ static int len_ok(uint8_t type, uint32_t len)
 {
     if (type == JOURNAL_COMMITTED)
         return len > 0 && len % JSPAN_LEN == 0;
+    if (type == JOURNAL_PUBLISHED)
+        return len > JPUB_LEN && (len - JPUB_LEN) % JSPAN_LEN == 0 &&
+               (len - JPUB_LEN) / JSPAN_LEN <= JOURNAL_PUB_SPANS_MAX;
     return type == JOURNAL_SET_ASIDE && len == JASIDE_LEN;
+}
+
+/* The ids a record commits: its spans (none for SET_ASIDE). */
+static const uint8_t *committed_spans(uint8_t type, const uint8_t *body, uint32_t *len)
+{
+    if (type == JOURNAL_PUBLISHED) {
+        *len -= JPUB_LEN;
+        return body + JPUB_LEN;
+    }
+    if (type != JOURNAL_COMMITTED)
+        *len = 0;
+    return body;
 }
 
 /* The records of the valid frame at off (len bytes at recs), each to fn.
@@ -188,7 +203,8 @@ static int find_commit(struct jscan *s, void *ctx, uint64_t off, uint8_t type,
 {
     struct finding *f = ctx;
     (void)s, (void)err;
-    for (uint32_t at = 0; type == JOURNAL_COMMITTED && at < len; at += JSPAN_LEN)
+    body = committed_spans(type, body, &len);
+    for (uint32_t at = 0; at < len; at += JSPAN_LEN)
         if (jget64(body + at) <= f->id && f->id < jget64(body + at + 8) && ++f->seen == 2) {
             f->at = off;
             return 1;
@@ -235,31 +251,58 @@ static int gathered(struct jscan *s, struct gathering *c, int rc, uint64_t dup,
     return rc > 0 ? twice(s, c->w, dup, err) : 0;
 }
 
-/* Checks a record's facts against the queue: committed spans gathered, a
- * set-aside id replayed. */
+/* A publication's facts, replayed: its spans must be ascending. */
+static int published(struct jscan *s, uint64_t off, const uint8_t *body, uint32_t len,
+                     struct cohort_err *err)
+{
+    struct journal_event ev = {.kind = JOURNAL_PUBLISHED, .part = jget64(body),
+                               .data_len = jget64(body + 8), .data_kind = jget32(body + 16),
+                               .spans = body + JPUB_LEN,
+                               .n_spans = (len - JPUB_LEN) / JSPAN_LEN};
+    memcpy(ev.token, body + 20, JOURNAL_TOKEN_LEN);
+    for (uint32_t i = 0; i < ev.n_spans; i++) {
+        uint64_t lo = jget64(ev.spans + i * JSPAN_LEN), hi = jget64(ev.spans + i * JSPAN_LEN + 8);
+        if (i && lo <= jget64(ev.spans + i * JSPAN_LEN - 8))
+            return damaged(s, off, "a publication whose ids are out of order", err);
+        ev.n_ids += hi - lo;
+    }
+    ev.lo = jget64(ev.spans);
+    ev.hi = jget64(ev.spans + (ev.n_spans - 1) * JSPAN_LEN + 8);
+    return s->fn && s->fn(s->ctx, &ev, err) < 0 ? -1 : 0;
+}
+
+/* Checks a record's facts against the queue: committed spans gathered (a
+ * publication's too), a set-aside id or a publication replayed. */
 static int apply(struct jscan *s, void *ctx, uint64_t off, uint8_t type, const uint8_t *body,
                  uint32_t len, struct cohort_err *err)
 {
     struct gathering *c = ctx;
     char what[160];
-    for (uint32_t at = 0; at < len; at += type == JOURNAL_COMMITTED ? JSPAN_LEN : len) {
-        struct journal_event ev = {.kind = type, .lo = jget64(body + at)};
-        ev.hi = type == JOURNAL_COMMITTED ? jget64(body + at + 8) : ev.lo + 1;
-        ev.attempts = type == JOURNAL_SET_ASIDE ? jget32(body + 8) : 0;
-        if (ev.lo >= s->n_items || ev.hi > s->n_items || ev.lo >= ev.hi) {
-            snprintf(what, sizeof what,
-                     "ids [%" PRIu64 ", %" PRIu64 ") outside the queue's %" PRIu64 " items",
-                     ev.lo, ev.hi, s->n_items);
+    if (type == JOURNAL_SET_ASIDE) {
+        struct journal_event ev = {.kind = type, .lo = jget64(body), .hi = jget64(body) + 1,
+                                   .attempts = jget32(body + 8)};
+        if (ev.lo >= s->n_items) {
+            snprintf(what, sizeof what, "id %" PRIu64 " set aside outside the queue's %" PRIu64
+                     " items", ev.lo, s->n_items);
             return damaged(s, off, what, err);
         }
-        uint64_t dup;
-        int rc = type == JOURNAL_COMMITTED ? jgather_add(&c->g, ev.lo, ev.hi, &dup) : 0;
+        return s->fn && s->fn(s->ctx, &ev, err) < 0 ? -1 : 0;
+    }
+    uint32_t slen = len;
+    const uint8_t *spans = committed_spans(type, body, &slen);
+    for (uint32_t at = 0; at < slen; at += JSPAN_LEN) {
+        uint64_t lo = jget64(spans + at), hi = jget64(spans + at + 8), dup;
+        if (lo >= s->n_items || hi > s->n_items || lo >= hi) {
+            snprintf(what, sizeof what,
+                     "ids [%" PRIu64 ", %" PRIu64 ") outside the queue's %" PRIu64 " items",
+                     lo, hi, s->n_items);
+            return damaged(s, off, what, err);
+        }
+        int rc = jgather_add(&c->g, lo, hi, &dup);
         if (rc != 0)
             return gathered(s, c, rc, dup, err);
-        if (type == JOURNAL_SET_ASIDE && s->fn && s->fn(s->ctx, &ev, err) < 0)
-            return -1;
     }
-    return 0;
+    return type == JOURNAL_PUBLISHED ? published(s, off, body, len, err) : 0;
 }
 
 /* After the pass: the last spans merged (an id committed twice is
@@ -271,7 +314,8 @@ static int settle(struct jscan *s, struct gathering *c, struct cohort_err *err)
     if (rc != 0)
         return gathered(s, c, rc, dup, err);
     for (size_t i = 0; s->fn && i < s->done->n; i++) {
-        struct journal_event ev = {JOURNAL_COMMITTED, s->done->r[i].lo, s->done->r[i].hi, 0};
+        struct journal_event ev = {.kind = JOURNAL_COMMITTED, .lo = s->done->r[i].lo,
+                                   .hi = s->done->r[i].hi};
         if (s->fn(s->ctx, &ev, err) < 0)
             return -1;
     }
@@ -320,11 +364,15 @@ int jscan_records(struct jscan *s, struct cohort_err *err)
 struct asides {
     struct jpair *a;
     size_t n, cap;
+    journal_replay_fn fn; /* the caller's, for publications */
+    void *ctx;
 };
 
 static int collect(void *ctx, const struct journal_event *ev, struct cohort_err *err)
 {
     struct asides *c = ctx;
+    if (ev->kind == JOURNAL_PUBLISHED)
+        return c->fn ? c->fn(c->ctx, ev, err) : 0;
     if (ev->kind != JOURNAL_SET_ASIDE)
         return 0;
     if (c->n == c->cap) {
@@ -370,7 +418,8 @@ static int settle_aside(struct journal_summary *s, struct asides *c, const struc
 }
 
 /* Reads the header and the frames of the open file fd. */
-static int summarize(int fd, const char *path, struct journal_summary *s, struct cohort_err *err)
+static int summarize(int fd, const char *path, struct journal_summary *s, struct asides *c,
+                     struct cohort_err *err)
 {
     struct stat st;
     uint8_t h[JHDR_LEN];
@@ -384,34 +433,40 @@ static int summarize(int fd, const char *path, struct journal_summary *s, struct
     memcpy(s->name, hdr.name, sizeof s->name);
     s->n_items = hdr.n_items;
     struct jspans done = {0};
-    struct asides c = {0};
     struct jscan sc = {.path = path, .fd = fd, .size = (uint64_t)st.st_size,
                        .n_items = hdr.n_items, .key = hdr.key, .done = &done, .fn = collect,
-                       .ctx = &c};
+                       .ctx = c};
     int rc = jscan_records(&sc, err);
     if (rc == 0)
-        rc = settle_aside(s, &c, &done, err);
+        rc = settle_aside(s, c, &done, err);
     s->committed = done.count;
     s->remaining = s->n_items - done.count - s->n_aside;
     s->torn_bytes = (uint64_t)st.st_size - sc.end;
     s->size = (uint64_t)st.st_size;
-    free(c.a);
     jspans_free(&done);
     return rc;
 }
 
-int journal_summary(const char *path, struct journal_summary *s, struct cohort_err *err)
+int journal_summary_each(const char *path, struct journal_summary *s, journal_replay_fn fn,
+                         void *ctx, struct cohort_err *err)
 {
     memset(s, 0, sizeof *s);
     int created;
     int fd = jfile_open(path, 0, &created, err);
     if (fd < 0)
         return -1;
-    int rc = summarize(fd, path, s, err);
+    struct asides c = {.fn = fn, .ctx = ctx};
+    int rc = summarize(fd, path, s, &c, err);
+    free(c.a);
     close(fd);
     if (rc < 0)
         journal_summary_free(s);
     return rc;
+}
+
+int journal_summary(const char *path, struct journal_summary *s, struct cohort_err *err)
+{
+    return journal_summary_each(path, s, NULL, NULL, err);
 }
 
 void journal_summary_free(struct journal_summary *s)

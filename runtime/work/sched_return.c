@@ -253,26 +253,37 @@ static int apply(struct sched *s, unsigned wi, const uint64_t *ids, size_t n, pi
     return SCHED_OK;
 }
 
-/* The common part of commit and fail: checks, expiry, apply, the result. */
+static int probe_piece(struct sched *s, unsigned wi, struct lease *l, size_t si, uint64_t p,
+                       uint64_t q)
+{
+    (void)s, (void)wi, (void)l, (void)si, (void)p, (void)q;
+    return 0;
+}
+
+enum give_mode { GIVE_FAIL, GIVE_COMMIT, GIVE_PROBE };
+
+/* The common part of commit, fail and the probe of an all-or-nothing
+ * commit: checks, expiry, apply, the result. */
 static int give(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, size_t n,
                 struct sched_verdict *vp, unsigned char *verdicts, struct cohort_err *err,
-                bool commit)
+                enum give_mode mode)
 {
+    static piece_fn *const fns[] = {fail_piece, commit_piece, probe_piece};
     struct sched_verdict v = {0};
     int rc = sched_worker_ok(s, w, err), bad_code = 0;
     if (!rc && n && !ids)
         rc = cohort_fail(err, "no ids given for %zu items", n);
     if (!rc)
         rc = sched_expire(s, now, err);
-    if (!rc && apply(s, w, ids, n, commit ? commit_piece : fail_piece, &v, verdicts,
-                     &bad_code) < 0)
+    if (!rc && apply(s, w, ids, n, fns[mode], &v, verdicts, &bad_code) < 0)
         rc = sched_nomem(err);
     if (vp)
         *vp = v;
     if (rc)
         return rc;
-    s->w[w].st.stale += v.stale;
-    if (commit)
+    if (mode != GIVE_PROBE)
+        s->w[w].st.stale += v.stale;
+    if (mode == GIVE_COMMIT)
         measure(s, &s->w[w], now, v.taken + v.stale);
     if (v.bad && bad_code == SCHED_V_OUT_OF_RANGE)
         return cohort_fail(err, "id %" PRIu64 " is out of range: the queue has %" PRIu64
@@ -288,13 +299,27 @@ static int give(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, s
 int sched_commit(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, size_t n,
                  struct sched_verdict *v, unsigned char *verdicts, struct cohort_err *err)
 {
-    return give(s, w, now, ids, n, v, verdicts, err, true);
+    return give(s, w, now, ids, n, v, verdicts, err, GIVE_COMMIT);
+}
+
+int sched_commit_all(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, size_t n,
+                     struct sched_verdict *v, unsigned char *verdicts, struct cohort_err *err)
+{
+    for (size_t i = 1; i < n; i++)
+        if (ids[i] <= ids[i - 1])
+            return cohort_fail(err, "ids of an all-or-nothing commit must be ascending, with "
+                               "none twice (id %" PRIu64 " after %" PRIu64 ")",
+                               ids[i], ids[i - 1]);
+    int rc = give(s, w, now, ids, n, v, verdicts, err, GIVE_PROBE);
+    if (rc != SCHED_OK)
+        return rc;
+    return give(s, w, now, ids, n, v, verdicts, err, GIVE_COMMIT);
 }
 
 int sched_fail(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, size_t n,
                struct sched_verdict *v, unsigned char *verdicts, struct cohort_err *err)
 {
-    return give(s, w, now, ids, n, v, verdicts, err, false);
+    return give(s, w, now, ids, n, v, verdicts, err, GIVE_FAIL);
 }
 
 int sched_extend(struct sched *s, unsigned w, int64_t now, struct cohort_err *err)

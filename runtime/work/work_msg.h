@@ -10,6 +10,10 @@
  *   COMMIT  spans of ids           VERDICT taken, stale, bad, first stale/bad,
  *                                          the sentence for bad ids (u32
  *                                          length, bytes), the stale ids as spans
+ *   COMMIT_OUTPUT token (16 bytes), VERDICT (all or nothing: taken 0
+ *           data length (u64),             when any id is stale or bad)
+ *           kind (u32), spans of ids
+ *           (ascending)
  *   FAIL    spans of ids           VERDICT
  *   EXTEND                         OK
  *   STATUS                         TOTALS  total, committed, leased, queued, set aside
@@ -33,6 +37,7 @@ enum work_op {
     WORK_EXTEND,
     WORK_STATUS,
     WORK_CLOSE,
+    WORK_COMMIT_OUTPUT,
     WORK_GRANT = 16,
     WORK_WAIT,
     WORK_FINISHED,
@@ -44,6 +49,7 @@ enum work_op {
 };
 
 #define WORK_SPAN_LEN 16 /* two big-endian u64 */
+#define WORK_OUTPUT_HEAD 28 /* COMMIT_OUTPUT before its spans: token 16, length 8, kind 4 */
 #define WORK_LEASE_MAX (1u << 20) /* ids in one lease, commit or failure at most */
 
 struct work_totals {

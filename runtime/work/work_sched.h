@@ -156,6 +156,14 @@ int sched_lease(struct sched *s, unsigned w, int64_t now, uint64_t *ids, size_t 
 int sched_commit(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, size_t n,
                  struct sched_verdict *v, unsigned char *verdicts, struct cohort_err *err);
 
+/* All or nothing: when worker w holds every id of ids[0..n-1] (ascending,
+ * none twice), they are committed as by sched_commit and SCHED_OK is
+ * returned; else nothing changes (w keeps the ids it holds) and the result
+ * is SCHED_STALE or SCHED_EINVAL, v and verdicts saying which ids are
+ * stale or bad (SCHED_V_TAKEN there: held, not committed). */
+int sched_commit_all(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, size_t n,
+                     struct sched_verdict *v, unsigned char *verdicts, struct cohort_err *err);
+
 /* Worker w gives ids back unprocessed: each goes to the queue's front with
  * one attempt more, or is set aside at max_attempts; an id of which
  * another worker holds a copy only loses this worker's copy. Results as

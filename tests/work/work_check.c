@@ -37,9 +37,18 @@
  *                         <cohort_error()>"), then go on;
  *   COHORT_TEST_DO=environ print the names in the coordinator's environment
  *                         (/proc/PID/environ): "rank R: coordinator
- *                         environment: NAME ...", then go on. */
+ *                         environment: NAME ...", then go on;
+ *   COHORT_TEST_DO=kill-in SIGKILL itself from a thread at a random moment
+ *                         (0 to 3 ms, seeded by COHORT_TEST_SEED) while its
+ *                         commit with results of that lease runs;
+ *   COHORT_TEST_DO=kill-after SIGKILL itself as that commit returns.
+ * COHORT_TEST_OUTPUT: the queue's output directory: every commit is a
+ * cohort_work_commit_output whose results are, for each id in the call's
+ * order, the id (8 bytes, big-endian) and COHORT_TEST_BYTES - 8 bytes of
+ * the id's low byte (COHORT_TEST_BYTES default 16, at least 8). */
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -129,6 +138,41 @@ static void print_environ(pid_t p)
     fflush(stdout);
 }
 
+/* The results of ids (COHORT_TEST_OUTPUT): malloc'd, *len bytes. */
+static uint8_t *results(const uint64_t *ids, long n, size_t *len)
+{
+    size_t per = (size_t)env_long("COHORT_TEST_BYTES", 16);
+    per = per < 8 ? 8 : per;
+    uint8_t *b = malloc(per * (size_t)n + 1);
+    for (long i = 0; b && i < n; i++) {
+        uint8_t *p = b + per * (size_t)i;
+        for (int k = 0; k < 8; k++)
+            p[k] = (uint8_t)(ids[i] >> (56 - 8 * k));
+        memset(p + 8, (int)(ids[i] & 0xff), per - 8);
+    }
+    *len = per * (size_t)n;
+    return b;
+}
+
+static void *killer(void *arg)
+{
+    usleep((useconds_t)(uintptr_t)arg);
+    raise(SIGKILL);
+    return NULL;
+}
+
+/* The commit of ids: with results when the queue has an output directory. */
+static int commit(struct cohort_work *w, const uint64_t *ids, long n)
+{
+    if (!getenv("COHORT_TEST_OUTPUT"))
+        return cohort_work_commit(w, ids, (size_t)n);
+    size_t len;
+    uint8_t *b = results(ids, n, &len);
+    int rc = b ? cohort_work_commit_output(w, ids, (size_t)n, b, len) : -1;
+    free(b);
+    return rc;
+}
+
 /* What the victim does at its lease. */
 static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, uint64_t *ids,
                    long n)
@@ -136,6 +180,14 @@ static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, u
     const char *what = getenv("COHORT_TEST_DO");
     if (strcmp(what, "kill") == 0)
         raise(SIGKILL);
+    if (strcmp(what, "kill-in") == 0 || strcmp(what, "kill-after") == 0) {
+        pthread_t t;
+        srand((unsigned)env_long("COHORT_TEST_SEED", 1) * 7919u + (unsigned)rank);
+        if (what[5] == 'i')
+            pthread_create(&t, NULL, killer, (void *)(uintptr_t)(rand() % 3000));
+        commit(w, ids, n);
+        raise(SIGKILL);
+    }
     if (strcmp(what, "kill-coord") == 0 || strcmp(what, "stop-coord") == 0) {
         bool stop = what[0] == 's';
         pid_t p = coordinator_of(pids[0]);
@@ -156,7 +208,7 @@ static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, u
     }
     if (strcmp(what, "stop") == 0) {
         raise(SIGSTOP);
-        int rc = cohort_work_commit(w, ids, (size_t)n);
+        int rc = commit(w, ids, n);
         printf("rank %d: %s after stop\n", rank,
                rc == COHORT_WORK_STALE ? "stale" : rc == 0 ? "committed" : cohort_error(c));
         fflush(stdout);
@@ -183,12 +235,8 @@ static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
         }
         if (us)
             usleep((useconds_t)(us * n));
-        int rc = cohort_work_commit(w, ids, (size_t)n);
-        if (rc < 0) {
-            n = -1;
-            break;
-        }
-        if (rc == COHORT_WORK_STALE) { /* keep the ids of the call that were not stale */
+        int rc = commit(w, ids, n);
+        while (rc == COHORT_WORK_STALE) { /* keep the ids of the call that were not stale */
             size_t k, m = 0;
             const uint64_t *gone = cohort_work_stale_ids(w, &k);
             for (long i = 0; i < n; i++) {
@@ -200,6 +248,12 @@ static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
             }
             stale += (long)k;
             n = (long)m;
+            /* with results nothing was committed: the rest again, alone */
+            rc = getenv("COHORT_TEST_OUTPUT") && n > 0 ? commit(w, ids, n) : 0;
+        }
+        if (rc < 0) {
+            n = -1;
+            break;
         }
         record("committed", ids, n);
         done += n;
@@ -243,6 +297,7 @@ int main(void)
         items = 0;
     struct cohort_work_opts o = {.size = sizeof o,
                                  .journal = getenv("COHORT_TEST_JOURNAL"),
+                                 .output = getenv("COHORT_TEST_OUTPUT"),
                                  .lease_timeout_s = (int)env_long("COHORT_TEST_LEASE_TIMEOUT", 0),
                                  .max_attempts = (int)env_long("COHORT_TEST_MAX_ATTEMPTS", 0)};
     struct cohort_work *w;

@@ -1,0 +1,225 @@
+/* coord_output.c - the work coordinator's side of published results
+ * (cohort_work_commit_output): the output directory opened and checked,
+ * a worker's offered part checked (a file of this user's, as long as it
+ * says, never read) and recorded in the journal with its commit, then,
+ * once the journal is synced, linked under its part's name; at start the
+ * publications the journal holds are finished (a crash between the sync
+ * and the link) and what no publication names is cleared away. The
+ * coordinator renames and deletes files; it never reads or copies results.
+ *
+ * Publishing a part is a hard link of the offered file to its part's
+ * name, then the offered name unlinked: a link never replaces a file (an
+ * existing part is never overwritten, on any filesystem), and a crash
+ * between the two leaves both names, which the next start tells apart. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "coord_private.h"
+#include "journal.h"
+#include "output.h"
+
+_Static_assert(OUTPUT_TOKEN_LEN == JOURNAL_TOKEN_LEN &&
+                   OUTPUT_TOKEN_LEN == sizeof((struct coord_pending *)0)->token,
+               "one token length");
+
+static int out_fail(struct coord *co, struct cohort_err *err, const char *what, int e)
+{
+    return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: %s%s%s",
+                            co->cfg->output, what, e ? ": " : "", e ? strerror(e) : "");
+}
+
+/* Opens the directory (made when missing): this user's, not writable by
+ * group or others, since whoever can write it can plant or remove parts. */
+static int open_dir(struct coord *co, struct cohort_err *err)
+{
+    struct stat st;
+    if (mkdir(co->cfg->output, 0755) == 0) {
+        int fd = open(co->cfg->output, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd >= 0 && fstat(fd, &st) == 0)
+            (void)fchmod(fd, st.st_mode & 0755); /* whatever the umask let through */
+        if (fd >= 0)
+            close(fd);
+    } else if (errno != EEXIST) {
+        return out_fail(co, err, "cannot be made (its parent must exist)", errno);
+    }
+    co->out_fd = open(co->cfg->output, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (co->out_fd < 0)
+        return out_fail(co, err, "cannot be opened", errno);
+    if (fstat(co->out_fd, &st) < 0)
+        return out_fail(co, err, "cannot be read", errno);
+    if (st.st_uid != geteuid() || (st.st_mode & 022))
+        return out_fail(co, err, "belongs to another user or is writable by its group or "
+                        "others: give the queue a directory of your own (chmod go-w)", 0);
+    return 0;
+}
+
+int coord_output_replayed(struct coord *co, const struct journal_event *ev,
+                          struct cohort_err *err)
+{
+    if (coord_output_offered(co, ev->part, ev->token) < 0)
+        return cohort_fail(err, "out of memory");
+    if (ev->part >= co->next_part)
+        co->next_part = ev->part + 1;
+    return 0;
+}
+
+/* Links part p's offered file to its name and unlinks the offered one.
+ * At start (again) a part already linked is no fault. */
+static int publish(struct coord *co, const struct coord_pending *p, bool again,
+                   struct cohort_err *err)
+{
+    char tmp[OUTPUT_NAME_MAX], part[OUTPUT_NAME_MAX], what[320];
+    struct stat st;
+    output_tmp_name(p->token, tmp);
+    output_part_name(p->part, part);
+    if (linkat(co->out_fd, tmp, co->out_fd, part, 0) == 0 ||
+        (again && (errno == EEXIST || errno == ENOENT) &&
+         fstatat(co->out_fd, part, &st, AT_SYMLINK_NOFOLLOW) == 0)) {
+        if (unlinkat(co->out_fd, tmp, 0) < 0 && errno != ENOENT)
+            return out_fail(co, err, "cannot remove an offered part", errno);
+        return 0;
+    }
+    int e = errno;
+    snprintf(what, sizeof what, "cannot publish %s from %s (the journal records it%s)", part,
+             tmp, e == ENOENT ? "; the offered file is gone: removed by someone?" : "");
+    return out_fail(co, err, what, e);
+}
+
+/* At start: '.tmp-' files no publication names are offers that were never
+ * committed (their writer died, or its commit was not synced): removed.
+ * A part numbered beyond the journal's is another queue's or an old one's. */
+static int clear(struct coord *co, struct cohort_err *err)
+{
+    int fd = dup(co->out_fd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return out_fail(co, err, "cannot be listed", errno);
+    }
+    struct dirent *de;
+    uint64_t n;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        if (!strncmp(de->d_name, OUTPUT_TMP_PREFIX, strlen(OUTPUT_TMP_PREFIX))) {
+            if (unlinkat(co->out_fd, de->d_name, 0) < 0 && errno != ENOENT)
+                rc = out_fail(co, err, "cannot remove an offer never committed", errno);
+        } else if (output_part_number(de->d_name, &n) == 0 && n >= co->next_part) {
+            char what[512];
+            snprintf(what, sizeof what, "holds %s, which the journal of queue '%s' never "
+                     "published: give the queue an empty directory of its own",
+                     de->d_name, co->cfg->name);
+            rc = out_fail(co, err, what, 0);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int coord_output_open(struct coord *co, struct cohort_err *err)
+{
+    co->out_fd = -1;
+    if (!co->cfg->output[0])
+        return 0;
+    if (open_dir(co, err) < 0)
+        return -1;
+    for (size_t i = 0; i < co->n_pend; i++)
+        if (publish(co, &co->pend[i], true, err) < 0)
+            return -1;
+    co->n_pend = 0;
+    if (clear(co, err) < 0)
+        return -1;
+    if (fsync(co->out_fd) < 0)
+        return out_fail(co, err, "cannot be synced", errno);
+    return 0;
+}
+
+/* The offered file of token: this user's regular file of size bytes. */
+static int offered(struct coord *co, const uint8_t *token, uint64_t size, char *why,
+                   size_t len)
+{
+    char tmp[OUTPUT_NAME_MAX];
+    struct stat st;
+    output_tmp_name(token, tmp);
+    if (fstatat(co->out_fd, tmp, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        snprintf(why, len, "the coordinator (on %s) finds no file %s in %s (%s): the output "
+                 "directory must be on a filesystem every node of the step sees",
+                 co->host, tmp, co->cfg->output, strerror(errno));
+    else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1)
+        snprintf(why, len, "%s in %s is not a file of this user's with one link", tmp,
+                 co->cfg->output);
+    else if ((uint64_t)st.st_size != size)
+        snprintf(why, len, "%s in %s holds %lld bytes, not the %" PRIu64 " offered", tmp,
+                 co->cfg->output, (long long)st.st_size, size);
+    else
+        return 0;
+    return -1;
+}
+
+void coord_output_discard(struct coord *co, const uint8_t *token)
+{
+    char tmp[OUTPUT_NAME_MAX];
+    output_tmp_name(token, tmp);
+    if (co->out_fd >= 0)
+        (void)unlinkat(co->out_fd, tmp, 0);
+}
+
+int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len, size_t n,
+                       char *why, size_t len)
+{
+    if (co->out_fd < 0) {
+        snprintf(why, len, "queue '%s' was opened without an output directory",
+                 co->cfg->name);
+        return -1;
+    }
+    size_t spans = work_span_count(co->ids, n);
+    if (spans > OUTPUT_SPANS_MAX || data_len > UINT64_MAX / 2) {
+        snprintf(why, len, "a part of %zu runs of ids (at most %u) or of %" PRIu64 " bytes",
+                 spans, OUTPUT_SPANS_MAX, data_len);
+        return -1;
+    }
+    return offered(co, token, output_head_len((uint32_t)spans) + data_len, why, len);
+}
+
+int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token)
+{
+    if (co->n_pend == co->cap_pend) {
+        size_t cap = co->cap_pend ? 2 * co->cap_pend : 64;
+        struct coord_pending *p = realloc(co->pend, cap * sizeof *p);
+        if (!p)
+            return -1;
+        co->pend = p;
+        co->cap_pend = cap;
+    }
+    struct coord_pending *p = &co->pend[co->n_pend++];
+    p->part = part;
+    memcpy(p->token, token, OUTPUT_TOKEN_LEN);
+    return 0;
+}
+
+int coord_output_publish(struct coord *co, struct cohort_err *err)
+{
+    for (size_t i = 0; i < co->n_pend; i++)
+        if (publish(co, &co->pend[i], false, err) < 0)
+            return -1;
+    if (co->n_pend && fsync(co->out_fd) < 0)
+        return out_fail(co, err, "cannot be synced", errno);
+    co->n_pend = 0;
+    return 0;
+}
+
+void coord_output_close(struct coord *co)
+{
+    if (co->out_fd >= 0)
+        close(co->out_fd);
+    co->out_fd = -1;
+    free(co->pend);
+    co->pend = NULL;
+}

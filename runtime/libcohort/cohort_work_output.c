@@ -1,0 +1,173 @@
+/* cohort_work_output.c - a worker's commit with results
+ * (cohort_work_commit_output): the results written by this worker as an
+ * offered part in the queue's output directory (output.h) and synced,
+ * then offered to the coordinator with the ids, all or nothing. The
+ * coordinator links the part under its name once the commit is durable,
+ * or removes the offer when it lost; a worker that cannot tell (the
+ * coordinator went silent or away after the offer) leaves the file to
+ * the next step over the journal, which publishes or removes it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "cohort_internal.h"
+#include "cohort_work_private.h"
+#include "output.h"
+
+static int cmp_id(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* ids sorted into w->ids; their runs in *spans. 0, or -1 with the error
+ * (an id twice, too many runs, out of memory). */
+static int sorted(struct cohort_work *w, const char *func, const uint64_t *ids, size_t n,
+                  size_t *spans)
+{
+    uint64_t *s = realloc(w->ids, sizeof *s * n);
+    if (!s)
+        return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory",
+                                    func);
+    w->ids = s;
+    memcpy(s, ids, sizeof *s * n);
+    qsort(s, n, sizeof *s, cmp_id);
+    for (size_t i = 1; i < n; i++)
+        if (s[i] == s[i - 1])
+            return cohort_internal_fail(w->c, COHORT_ERR_USAGE,
+                                        "cohort: %s: id %llu is given twice", func,
+                                        (unsigned long long)s[i]);
+    *spans = work_span_count(s, n);
+    if (*spans > OUTPUT_SPANS_MAX)
+        return cohort_internal_fail(w->c, COHORT_ERR_USAGE,
+                                    "cohort: %s: the ids form %zu runs, above %u: commit them "
+                                    "in smaller calls",
+                                    func, *spans, OUTPUT_SPANS_MAX);
+    return 0;
+}
+
+static int write_all(int fd, const void *p, size_t len)
+{
+    for (const uint8_t *b = p; len;) {
+        ssize_t k = write(fd, b, len);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return -1;
+        b += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
+static int write_fail(struct cohort_work *w, const char *func, const char *what, int e)
+{
+    return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE,
+                                "cohort: %s: queue '%s': cannot %s results in %s: %s", func,
+                                w->name, what, w->output, strerror(e));
+}
+
+/* The offered part: head and data written to a new file of a fresh token
+ * and synced. 0, or -1 with the error (and no file left). */
+static int offer_file(struct cohort_work *w, const char *func, const uint8_t *head,
+                      size_t head_len, const void *data, size_t len, uint8_t *token)
+{
+    char name[OUTPUT_NAME_MAX];
+    if (w->out_fd < 0 && (w->out_fd = open(w->output, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return write_fail(w, func, "open the directory for", errno);
+    for (size_t got = 0; got < OUTPUT_TOKEN_LEN;) {
+        ssize_t k = getrandom(token + got, OUTPUT_TOKEN_LEN - got, 0);
+        if (k < 0 && errno != EINTR)
+            return write_fail(w, func, "draw a random name for", errno);
+        got += k > 0 ? (size_t)k : 0;
+    }
+    output_tmp_name(token, name);
+    int fd = openat(w->out_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return write_fail(w, func, "create a file for", errno);
+    int e = write_all(fd, head, head_len) < 0 || write_all(fd, data, len) < 0 ||
+                    fdatasync(fd) < 0 ? errno : 0;
+    if (close(fd) < 0 && !e)
+        e = errno;
+    if (!e)
+        return 0;
+    unlinkat(w->out_fd, name, 0);
+    return write_fail(w, func, "write", e);
+}
+
+/* The COMMIT_OUTPUT request of the sorted ids (work_msg.h), malloc'd. */
+static uint8_t *request(const struct cohort_work *w, const uint8_t *token, size_t len,
+                        uint32_t kind, size_t n, size_t spans, uint32_t *req_len)
+{
+    *req_len = (uint32_t)(WORK_OUTPUT_HEAD + spans * WORK_SPAN_LEN);
+    uint8_t *req = malloc(*req_len);
+    if (!req)
+        return NULL;
+    memcpy(req, token, OUTPUT_TOKEN_LEN);
+    wire_put64(req + 16, (uint64_t)len);
+    wire_put32(req + 24, kind);
+    work_spans_put(w->ids, n, req + WORK_OUTPUT_HEAD);
+    return req;
+}
+
+static int commit_output(struct cohort_work *w, const char *func, const uint64_t *ids,
+                         size_t n, const void *data, size_t len, uint32_t kind)
+{
+    if (!w || work_ids_check(w, func, ids, n) < 0)
+        return -1;
+    if (!w->output || n == 0 || (!data && len))
+        return cohort_internal_fail(w->c, COHORT_ERR_USAGE, "cohort: %s: queue '%s': %s", func,
+                                    w->name,
+                                    !w->output ? "opened without an output directory (set "
+                                                 "opts.output)"
+                                    : n == 0   ? "no ids: results belong to ids"
+                                               : "data is NULL");
+    if (w->gone)
+        return work_call(w, func, WORK_COMMIT_OUTPUT, NULL, 0, NULL); /* says why */
+    size_t spans = 0, head_len;
+    uint8_t token[OUTPUT_TOKEN_LEN], *head;
+    if (sorted(w, func, ids, n, &spans) < 0)
+        return -1;
+    head_len = output_head_len((uint32_t)spans);
+    if (!(head = malloc(head_len)))
+        return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory",
+                                    func);
+    output_head_put(head, kind, w->ids, n, (uint32_t)spans, (uint64_t)len);
+    int rc = offer_file(w, func, head, head_len, data, len, token);
+    free(head);
+    if (rc < 0)
+        return -1;
+    uint32_t req_len;
+    uint8_t *req = request(w, token, len, kind, n, spans, &req_len);
+    struct wire_frame f;
+    char name[OUTPUT_NAME_MAX];
+    output_tmp_name(token, name);
+    if (!req) {
+        unlinkat(w->out_fd, name, 0);
+        return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory",
+                                    func);
+    }
+    rc = work_call(w, func, WORK_COMMIT_OUTPUT, req, req_len, &f);
+    free(req);
+    if (rc < 0)
+        return -1; /* the offer may have been taken: the next step settles it */
+    if (f.flags == WORK_ERROR) /* refused before any commit: the offer is this worker's */
+        unlinkat(w->out_fd, name, 0);
+    return work_verdict(w, func, &f);
+}
+
+int cohort_work_commit_output(struct cohort_work *w, const uint64_t *ids, size_t n,
+                              const void *data, size_t len)
+{
+    return commit_output(w, "cohort_work_commit_output", ids, n, data, len,
+                         COHORT_WORK_OUTPUT_BYTES);
+}
+
+int cohort_work_commit_output_kind(struct cohort_work *w, const uint64_t *ids, size_t n,
+                                   const void *data, size_t len, uint32_t kind)
+{
+    return commit_output(w, "cohort_work_commit_output_kind", ids, n, data, len, kind);
+}

@@ -1,0 +1,122 @@
+/* output.c - a published part's bytes and the output directory's names
+ * (see output.h). */
+#include "output.h"
+
+#include <inttypes.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <string.h>
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+static void check(const uint8_t *p, size_t len, uint8_t out[OUTPUT_CHECK])
+{
+    struct sha256_ctx c;
+    sha256_init(&c);
+    sha256_update(&c, len, p);
+    sha256_digest(&c, OUTPUT_CHECK, out);
+}
+
+size_t output_head_len(uint32_t n_spans)
+{
+    return OUTPUT_FIXED + (size_t)n_spans * 16 + OUTPUT_CHECK;
+}
+
+void output_head_put(uint8_t *h, uint32_t kind, const uint64_t *ids, size_t n,
+                     uint32_t n_spans, uint64_t data_len)
+{
+    memcpy(h, OUTPUT_MAGIC, 8);
+    put32(h + 8, kind);
+    put32(h + 12, n_spans);
+    put64(h + 16, data_len);
+    uint8_t *s = h + OUTPUT_FIXED;
+    for (size_t i = 0, k; i < n; i = k, s += 16) {
+        for (k = i + 1; k < n && ids[k] == ids[k - 1] + 1; k++)
+            ;
+        put64(s, ids[i]);
+        put64(s + 8, ids[k - 1] + 1);
+    }
+    check(h, (size_t)(s - h), s);
+}
+
+int output_head_get(const uint8_t *p, size_t len, uint64_t n_items, struct output_head *h,
+                    struct cohort_err *err)
+{
+    uint8_t c[OUTPUT_CHECK];
+    if (len < OUTPUT_FIXED || memcmp(p, OUTPUT_MAGIC, 8) != 0)
+        return cohort_fail(err, "not a cohort output part");
+    h->kind = get32(p + 8);
+    h->n_spans = get32(p + 12);
+    h->data_len = get64(p + 16);
+    if (h->n_spans == 0 || h->n_spans > OUTPUT_SPANS_MAX)
+        return cohort_fail(err, "a head with %" PRIu32 " runs of ids (1 to %u)", h->n_spans,
+                           OUTPUT_SPANS_MAX);
+    h->head_len = output_head_len(h->n_spans);
+    if (len < h->head_len)
+        return 1;
+    check(p, h->head_len - OUTPUT_CHECK, c);
+    if (memcmp(c, p + h->head_len - OUTPUT_CHECK, OUTPUT_CHECK) != 0)
+        return cohort_fail(err, "a head whose checksum is wrong");
+    h->spans = p + OUTPUT_FIXED;
+    h->n_ids = 0;
+    for (uint32_t i = 0; i < h->n_spans; i++) {
+        uint64_t lo = get64(h->spans + 16 * i), hi = get64(h->spans + 16 * i + 8);
+        if (lo >= hi || (i && lo <= get64(h->spans + 16 * i - 8)) || (n_items && hi > n_items))
+            return cohort_fail(err, "ids [%" PRIu64 ", %" PRIu64 ") out of order or beyond "
+                               "the queue", lo, hi);
+        h->n_ids += hi - lo;
+    }
+    return 0;
+}
+
+void output_tmp_name(const uint8_t token[OUTPUT_TOKEN_LEN], char out[OUTPUT_NAME_MAX])
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t at = strlen(OUTPUT_TMP_PREFIX);
+    memcpy(out, OUTPUT_TMP_PREFIX, at);
+    for (int i = 0; i < OUTPUT_TOKEN_LEN; i++) {
+        out[at++] = hex[token[i] >> 4];
+        out[at++] = hex[token[i] & 15];
+    }
+    out[at] = '\0';
+}
+
+void output_part_name(uint64_t part, char out[OUTPUT_NAME_MAX])
+{
+    snprintf(out, OUTPUT_NAME_MAX, OUTPUT_PART_PREFIX "%012" PRIu64, part);
+}
+
+int output_part_number(const char *name, uint64_t *part)
+{
+    size_t pl = strlen(OUTPUT_PART_PREFIX);
+    if (strncmp(name, OUTPUT_PART_PREFIX, pl) != 0 || strlen(name) != pl + 12)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = pl; i < pl + 12; i++) {
+        if (name[i] < '0' || name[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(name[i] - '0');
+    }
+    *part = v;
+    return 0;
+}

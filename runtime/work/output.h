@@ -1,0 +1,69 @@
+/* output.h - a work queue's published results (cohort_work_commit_output):
+ * the bytes of a part file and the names in the output directory. Pure:
+ * bytes in, structs out, every length checked before it is trusted; the
+ * worker that writes a part, the coordinator that publishes it and the
+ * readers (cohort-work output, the Python package) share it.
+ *
+ * The directory (one queue's, on a filesystem every node sees):
+ *   part-NNNNNNNNNNNN   a published part: NNNNNNNNNNNN its number (12
+ *                       decimal digits, from 0, in the order of publication)
+ *   .tmp-HHHH...        a part being written or offered (32 hex digits: a
+ *                       random token of the worker's); never read as a part
+ * Nothing else is cohort's.
+ *
+ * A part file (every integer big-endian):
+ *   "COHORTO1", kind (u32: 0 bytes, 1 a Python pickle, others the program's),
+ *   spans (u32, 1..OUTPUT_SPANS_MAX), data length (u64), the spans (each lo
+ *   u64, hi u64: ids lo..hi-1, ascending, disjoint, not touching), the check
+ *   (the first 8 bytes of the SHA-256, Nettle's, of everything before it),
+ *   then the data: the file is exactly that long. */
+#ifndef COHORT_OUTPUT_H
+#define COHORT_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define OUTPUT_MAGIC "COHORTO1"
+#define OUTPUT_FIXED 24            /* magic 8, kind 4, spans 4, data length 8 */
+#define OUTPUT_CHECK 8
+#define OUTPUT_SPANS_MAX 65536u    /* runs of ids in one part */
+#define OUTPUT_TOKEN_LEN 16        /* bytes; 32 hex digits in a name */
+#define OUTPUT_TMP_PREFIX ".tmp-"
+#define OUTPUT_PART_PREFIX "part-"
+#define OUTPUT_NAME_MAX 48         /* a name's bytes with its NUL, at most */
+#define OUTPUT_PART_MAX UINT64_C(999999999999)
+
+/* Bytes of a part's head (all but its data) with n spans. */
+size_t output_head_len(uint32_t n_spans);
+
+/* Writes the head of a part of kind holding ids (ascending, no id twice,
+ * forming n_spans runs: work_span_count) and data_len bytes of data into
+ * h (output_head_len(n_spans) bytes). */
+void output_head_put(uint8_t *h, uint32_t kind, const uint64_t *ids, size_t n,
+                     uint32_t n_spans, uint64_t data_len);
+
+/* What a part's head says. */
+struct output_head {
+    uint32_t kind, n_spans;
+    uint64_t data_len;
+    uint64_t n_ids;
+    const uint8_t *spans; /* n_spans pairs (lo, hi), big-endian, in the caller's buffer */
+    size_t head_len;
+};
+
+/* Reads the first len bytes of a part (at least OUTPUT_FIXED; the whole
+ * head to check it): 0 with *h, 1 when more bytes are needed (h->head_len
+ * says how many in all), -1 with err (not a part, a bad check, spans not
+ * ascending or beyond n_items when n_items is not 0). */
+int output_head_get(const uint8_t *p, size_t len, uint64_t n_items, struct output_head *h,
+                    struct cohort_err *err);
+
+/* The names: ".tmp-" and the token in hex; "part-" and the number. */
+void output_tmp_name(const uint8_t token[OUTPUT_TOKEN_LEN], char out[OUTPUT_NAME_MAX]);
+void output_part_name(uint64_t part, char out[OUTPUT_NAME_MAX]);
+/* A directory entry's part number: 0 with *part for a part's name, else -1. */
+int output_part_number(const char *name, uint64_t *part);
+
+#endif
