@@ -116,6 +116,9 @@ tests_unit_test_work_msg_LDADD = runtime/coord/libcohort_coord_config.la \
 check_PROGRAMS += tests/work/work_check
 TESTS += tests/work.sh
 EXTRA_DIST += tests/work.sh
+# A queue's results published exactly once, through kills at every point.
+TESTS += tests/output.sh
+EXTRA_DIST += tests/output.sh tests/work/output_verify.py
 tests_work_work_check_LDADD = runtime/libcohort/libcohort.la -lpthread
 tests_work_work_check_LDFLAGS = -no-install
 

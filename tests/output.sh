@@ -1,0 +1,138 @@
+#!/bin/sh
+# output.sh - a work queue's results published exactly once
+# (cohort_work_commit_output) with many workers on this machine as
+# simulated nodes (tests/bootstrap/spawn, tests/work/work_check): every
+# id's results in exactly one part, byte for byte what its worker made
+# (tests/work/output_verify.py, a reader of its own) and as the journal
+# records (cohort-work output --journal); through workers SIGKILLed before
+# a commit, at a random moment inside it and as it returns (rank 0 too),
+# over many rounds; a SIGSTOPped worker whose late commit loses; the
+# coordinator SIGKILLed and the step rerun over the journal; offers left by
+# the dead removed by the next step; bad input, one line on every rank.
+# OUTPUT_KILL_ROUNDS (default 30) and OUTPUT_COORD_ROUNDS (default 15) set
+# the rounds. TAP.
+. "$COHORT_SRCDIR/tests/tap.sh"
+spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
+check="$COHORT_BUILDDIR/tests/work/work_check"
+work="$COHORT_BUILDDIR/runtime/tools/cohort-work"
+verify="$COHORT_SRCDIR/tests/work/output_verify.py"
+COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
+export COHORT_WORK_COORD
+kill_rounds=${OUTPUT_KILL_ROUNDS:-30}
+coord_rounds=${OUTPUT_COORD_ROUNDS:-15}
+command -v python3 >/dev/null || skip_all "no python3 for tests/work/output_verify.py"
+
+summary() {
+    awk '/^spawn: / { sp = $0 } / FAIL: / && !f { f = $0 } / ok / { n++ }
+         END { print sp "; " n + 0 " ok" (f ? "; " f : "") }' "$tmp/out"
+}
+
+run() { # run N NODES [VAR=VALUE...]: a step of work_check with results
+    count=$1 nodes=$2
+    shift 2
+    rm -rf "$tmp/o" && mkdir "$tmp/o"
+    env COHORT_TEST_OUT="$tmp/o" COHORT_TEST_JOURNAL="$tmp/journal" \
+        COHORT_TEST_OUTPUT="$tmp/results" "$@" "$spawn" "$count" "$nodes" -- "$check" \
+        >"$tmp/out" 2>&1
+}
+
+fresh() { rm -rf "$tmp/journal" "$tmp/results"; }
+
+# published N [BYTES]: what is wrong with $tmp/results for a queue of N
+# items of BYTES of results each (nothing: all published once, as made and
+# as journaled)
+published() {
+    python3 "$verify" "$tmp/results" "$1" "${2:-16}"
+    "$work" output "$tmp/results" --journal "$tmp/journal" --format json >"$tmp/list" 2>&1 ||
+        echo "cohort-work output: $(grep -m1 '"' "$tmp/list" | head -c 300)"
+}
+
+offers() { find "$tmp/results" -name '.tmp-*' | wc -l; }
+
+fresh
+run 8 2 COHORT_TEST_ITEMS=3000
+why=$(published 3000)
+[ -z "$why" ] && [ "$(grep -c ': ok ' "$tmp/out")" = 8 ] && [ "$(offers)" = 0 ]
+ok $? "8 workers on 2 nodes, 3000 items with results: each id's results in exactly one part, as made and as journaled ($(summary)${why:+; $why})"
+
+"$work" output "$tmp/results" --journal "$tmp/journal" >"$tmp/text" 2>&1
+grep -q '^check:     ok$' "$tmp/text" && grep -q ' 3000 ids, 48000 bytes; 0 offers' "$tmp/text" &&
+    grep -q '^journal:   3000 of 3000 items committed, 0 of them without results$' "$tmp/text"
+ok $? "cohort-work output lists the parts and says the check holds ($(tail -3 "$tmp/text" | tr '\n' ' '))"
+
+# --- workers killed before, inside and after a commit with results ------
+bad=0 first=""
+i=0
+while [ $i -lt "$kill_rounds" ]; do
+    i=$((i + 1))
+    fresh
+    victim=$(awk -v s="$i" 'BEGIN { srand(s); print (s % 5 == 0) ? 0 : int(rand() * 16) }')
+    at=$(awk -v s="$i" 'BEGIN { srand(s * 7); print 1 + int(rand() * 3) }')
+    do=$(echo kill kill-in kill-after | cut -d' ' -f$((i % 3 + 1)))
+    run 16 2 COHORT_TEST_ITEMS=2000 COHORT_TEST_CAP=8 COHORT_TEST_BYTES=4096 \
+        COHORT_TEST_VICTIM="$victim" COHORT_TEST_AT="$at" COHORT_TEST_DO="$do" \
+        COHORT_TEST_SEED="$i" COHORT_TIMEOUT=60
+    why=$(published 2000 4096)
+    left=$(offers)
+    # the next step over the journal has nothing to do and clears what the
+    # victim may have left offered
+    first_out=$(summary)
+    run 4 1 COHORT_TEST_ITEMS=2000 COHORT_TEST_BYTES=4096
+    why2=$(published 2000 4096)
+    if [ -n "$why$why2" ] || [ "$(offers)" != 0 ] || ! grep -q "^spawn: 4 exited 0" "$tmp/out"; then
+        bad=$((bad + 1))
+        [ -n "$first" ] || first="round $i (rank $victim, $do at lease $at): $first_out; ${why:-published once}; rerun $(summary), ${why2:-published once}, $(offers) offers left"
+    fi
+done
+[ $bad = 0 ]
+ok $? "$kill_rounds rounds of 16 workers, one SIGKILLed before, inside (random moment) or right after a commit with results (rank 0 in every fifth): every id's results published exactly once, as made; the next step clears the offers left (${first:-all rounds right})"
+
+# --- a stopped worker: its late commit with results loses ---------------
+fresh
+run 8 2 COHORT_TEST_ITEMS=8000 COHORT_TEST_US=500 COHORT_TEST_CAP=64 \
+    COHORT_TEST_LEASE_TIMEOUT=1 COHORT_TEST_VICTIM=3 COHORT_TEST_DO=stop
+why=$(published 8000)
+[ -z "$why" ] && grep -q '^rank 3: stale after stop' "$tmp/out" && [ "$(offers)" = 0 ]
+ok $? "a worker SIGSTOPped past its lease: its late commit with results is STALE and nothing of it is published; every id's results once ($(summary)${why:+; $why})"
+
+# --- the coordinator killed, the step rerun over the journal ------------
+bad=0 first=""
+i=0
+while [ $i -lt "$coord_rounds" ]; do
+    i=$((i + 1))
+    fresh
+    victim=$(awk -v s="$i" 'BEGIN { srand(s * 3); print int(rand() * 8) }')
+    at=$(awk -v s="$i" 'BEGIN { srand(s * 5); print 1 + int(rand() * 10) }')
+    run 8 2 COHORT_TEST_ITEMS=3000 COHORT_TEST_CAP=8 COHORT_TEST_BYTES=1024 \
+        COHORT_TEST_VICTIM="$victim" COHORT_TEST_AT="$at" COHORT_TEST_DO=kill-coord
+    first_out=$(summary)
+    run 8 2 COHORT_TEST_ITEMS=3000 COHORT_TEST_CAP=8 COHORT_TEST_BYTES=1024
+    why=$(published 3000 1024)
+    if [ -n "$why" ] || [ "$(grep -c ': ok ' "$tmp/out")" != 8 ] || [ "$(offers)" != 0 ]; then
+        bad=$((bad + 1))
+        [ -n "$first" ] || first="round $i (rank $victim killed it at lease $at): $first_out; rerun $(summary); ${why:-published once}"
+    fi
+done
+[ $bad = 0 ]
+ok $? "$coord_rounds rounds: the coordinator SIGKILLed at a random lease, the step rerun over the journal: every id's results published exactly once, no offer left (${first:-all rounds right})"
+
+# --- bad input ----------------------------------------------------------
+rm -rf "$tmp/o" && mkdir "$tmp/o"
+env COHORT_TEST_OUT="$tmp/o" COHORT_TEST_OUTPUT="$tmp/results" "$spawn" 4 1 -- "$check" \
+    >"$tmp/out" 2>&1
+[ "$(grep -c 'FAIL: .*output is set and journal is not' "$tmp/out")" = 4 ]
+ok $? "output without a journal: refused on all 4 ranks with one line ($(summary))"
+
+fresh
+mkdir -m 0777 "$tmp/results" && chmod 0777 "$tmp/results"
+run 4 1 COHORT_TEST_ITEMS=100
+[ "$(grep -c "FAIL: .*output directory $tmp/results: .*writable by its group or others" "$tmp/out")" = 4 ]
+ok $? "an output directory others can write: refused on all 4 ranks naming it ($(summary))"
+
+fresh
+mkdir "$tmp/results" && : >"$tmp/results/part-000000000007"
+run 4 1 COHORT_TEST_ITEMS=100
+[ "$(grep -c "FAIL: .*holds part-000000000007, which the journal of queue 'q' never published" "$tmp/out")" = 4 ]
+ok $? "an output directory holding a part its journal never published: refused on all 4 ranks ($(summary))"
+
+tap_done
