@@ -6,9 +6,11 @@ queues and stream sets, for Python scripts (over libcohort through ctypes).
     with cohort.init() as c:                   # every task of the step
         print(c.rank, c.size, c.local_rank, c.node_rank)
         config = c.bcast(config if c.rank == 0 else None)
-        with c.work("images", len(files)) as work:
+        with c.work("images", len(files), journal="q.journal", output="out") as work:
             for batch in work:                 # ids, at this worker's speed
-                classify([files[i] for i in batch])
+                work.save(classify([files[i] for i in batch]))  # published once
+
+    for ids, labels in cohort.read_output("out"): ...
 
 Failures raise cohort.Error (or Timeout, PeerLost, AuthError, ConfigError,
 UsageError) with cohort's one-line sentence. See docs/python.md.
@@ -18,12 +20,13 @@ from ._core import Cohort, init
 from ._lib import API_VERSION
 from .errors import AuthError, ConfigError, Error, PeerLost, Timeout, UsageError
 from .info import plan
+from .output import read_output
 from .streams import Assign, Event, Revoke, Streams, StreamsStatus
 from .work import Work, WorkStatus
 
 __all__ = ["init", "Cohort", "Work", "WorkStatus", "Streams", "StreamsStatus", "Assign",
            "Revoke", "Event", "Error", "Timeout", "PeerLost", "AuthError", "ConfigError",
-           "UsageError", "plan", "api_version", "API_VERSION"]
+           "UsageError", "plan", "read_output", "api_version", "API_VERSION"]
 
 
 def api_version() -> int:

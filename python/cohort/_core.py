@@ -25,11 +25,13 @@ class Cohort(Session):
 
     def work(self, name: str, n: int, journal: Optional[str] = None,
              lease_timeout: Optional[float] = None, max_attempts: Optional[int] = None,
-             cap: Optional[int] = None) -> "Work":
+             cap: Optional[int] = None, output: Optional[str] = None) -> "Work":
         """Opens the work queue ``name`` of items 0..n-1 (collective: every
         rank gives the same arguments) and returns it; iterate over it for
-        batches of item ids. See cohort.Work."""
-        w = Work(self, name, n, journal, lease_timeout, max_attempts, cap)
+        batches of item ids. ``output``: a directory where the results
+        given to ``work.save`` are published exactly once (needs a
+        ``journal``). See cohort.Work."""
+        w = Work(self, name, n, journal, lease_timeout, max_attempts, cap, output)
         self._open.append(w)
         return w
 

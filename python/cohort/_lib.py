@@ -14,7 +14,7 @@ import math
 import operator
 import os
 from ctypes import (POINTER, Structure, c_char, c_char_p, c_double, c_int, c_long, c_size_t,
-                    c_uint64, c_void_p)
+                    c_uint32, c_uint64, c_void_p)
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from . import errors
@@ -22,7 +22,7 @@ from . import errors
 # The libcohort API this package was written for (COHORT_API_VERSION):
 # major * 1000 + minor. A library of the same major and at least this minor
 # will do.
-API_VERSION = 1002
+API_VERSION = 1003
 SONAME = "libcohort.so.0"
 
 
@@ -34,7 +34,7 @@ class Opts(Structure):
 class WorkOpts(Structure):
     """struct cohort_work_opts"""
     _fields_ = [("size", c_size_t), ("journal", c_char_p), ("lease_timeout_s", c_int),
-                ("max_attempts", c_int)]
+                ("max_attempts", c_int), ("output", c_char_p)]
 
 
 class WorkStatus(Structure):
@@ -69,6 +69,8 @@ STRUCTS: Dict[str, Any] = {
 # Constants of the headers (checked like the prototypes).
 CONSTANTS: Dict[str, int] = {
     "COHORT_WORK_STALE": 1,
+    "COHORT_WORK_OUTPUT_BYTES": 0,
+    "COHORT_WORK_OUTPUT_PICKLE": 1,
     "COHORT_STREAM_ASSIGN": 1,
     "COHORT_STREAM_REVOKE": 2,
 }
@@ -97,6 +99,9 @@ FUNCTIONS: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "cohort_work_open": (c_int, (_H, c_char_p, c_uint64, POINTER(WorkOpts), POINTER(_H))),
     "cohort_work_lease": (c_long, (_H, _IDS, c_size_t)),
     "cohort_work_commit": (c_int, (_H, _IDS, c_size_t)),
+    "cohort_work_commit_output": (c_int, (_H, _IDS, c_size_t, c_void_p, c_size_t)),
+    "cohort_work_commit_output_kind": (c_int, (_H, _IDS, c_size_t, c_void_p, c_size_t,
+                                               c_uint32)),
     "cohort_work_fail": (c_int, (_H, _IDS, c_size_t)),
     "cohort_work_stale_ids": (_IDS, (_H, POINTER(c_size_t))),
     "cohort_work_extend": (c_int, (_H,)),

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pickle
 import weakref
-from typing import TYPE_CHECKING, Any, Generator, Iterator, List, NamedTuple, Optional
+from typing import (TYPE_CHECKING, Any, Generator, Iterator, List, NamedTuple, Optional,
+                    Tuple)
 
 from . import _lib, errors
 
@@ -26,7 +28,7 @@ class WorkStatus(NamedTuple):
     set_aside: int
 
 
-def _journal(value: Any) -> Optional[bytes]:
+def _path(value: Any, what: str = "journal") -> Optional[bytes]:
     if value is None:
         return None
     try:
@@ -34,37 +36,50 @@ def _journal(value: Any) -> Optional[bytes]:
     except TypeError:
         path = None
     if not path or b"\0" in path:
-        raise errors.UsageError("cohort: journal is %r: give a path or None" % (value,),
+        raise errors.UsageError("cohort: %s is %r: give a path or None" % (what, value),
                                 errors.ERR_USAGE)
     return path
+
+
+_NOTHING = object()
 
 
 class Work(_lib.Scoped):
     """A work queue of items 0..n-1 shared by every rank (from
     ``Cohort.work``). Iterate over it for batches (lists of item ids)::
 
-        with c.work("images", n) as work:
+        with c.work("images", n, journal="q.journal", output="results") as work:
             for batch in work:
-                results = model(load(batch))
-                # publish the results of the batch before, if work.stale
-                # does not name them (see below)
+                work.save(model(load(batch)))   # published with the batch, once
 
     Each batch holds about half a second of work at this worker's speed (at
     most ``cap`` ids). A batch is committed when the loop asks for the next
     one; leaving the loop by an exception or ``break`` gives the batch back
-    (another worker will do it; that counts an attempt). After a commit,
-    ``work.stale`` lists the ids of that batch this worker no longer held
-    (its lease timed out, or another worker committed them first): drop
-    their results. So publish a batch's results after that commit (in the
-    next round of the loop, minus ``work.stale``), or commit inside the
-    loop and publish at once: ``stale = work.commit()``. The queue is served by a coordinator process of its
-    own: a worker that dies loses nothing but its current batch, which goes
-    to the others.
+    (another worker will do it; that counts an attempt).
+
+    Results, exactly once: with ``output`` (a directory every node sees;
+    needs a ``journal``), what ``work.save(obj)`` was given for a batch is
+    committed together with it, all or nothing, and published exactly once
+    (read it back with ``cohort.read_output``): a worker or the coordinator
+    dying at any moment loses or doubles nothing. Keep no results of your
+    own from inside the loop: anything kept outside ``save`` is kept once
+    per *attempt*, and a batch may be attempted twice (a copy near the end,
+    or after a lease ran out).
+
+    The stale rule: when another worker committed some ids of the batch
+    first (or this worker's lease on them ran out), they are in
+    ``work.stale`` after the commit. With ``save``, nothing of the batch was
+    committed then: the loop gets the rest of it again as its next batch, to
+    process and save anew. Without ``save`` the other ids were committed;
+    drop the results of ``work.stale``'s, or commit inside the loop with
+    ``stale = work.commit()``. The queue is served by a coordinator process
+    of its own: a worker that dies loses nothing but its current batch,
+    which goes to the others.
     """
 
     def __init__(self, cohort: "Session", name: str, n: int, journal: Optional[str],
                  lease_timeout: Optional[float], max_attempts: Optional[int],
-                 cap: Optional[int]) -> None:
+                 cap: Optional[int], output: Optional[str] = None) -> None:
         problem: Optional[errors.UsageError] = None
         try:
             if n is None:
@@ -73,10 +88,11 @@ class Work(_lib.Scoped):
             raw_name = _lib.name_bytes(name, "the queue's name")
             self.n = _lib.whole(n, "n (the number of items)", 0, (1 << 64) - 1)
             self.cap = DEFAULT_CAP if cap is None else _lib.whole(cap, "cap", 1, MAX_CAP)
-            opts = _lib.WorkOpts(ctypes.sizeof(_lib.WorkOpts), _journal(journal),
+            opts = _lib.WorkOpts(ctypes.sizeof(_lib.WorkOpts), _path(journal),
                                  _lib.seconds(lease_timeout, "lease_timeout", 604800),
                                  0 if max_attempts is None else
-                                 _lib.whole(max_attempts, "max_attempts", 1, 1000))
+                                 _lib.whole(max_attempts, "max_attempts", 1, 1000),
+                                 _path(output, "output"))
         except errors.UsageError as e:
             problem = e
         self.name = name
@@ -88,6 +104,8 @@ class Work(_lib.Scoped):
         self._h: Optional[ctypes.c_void_p] = h
         self._ids = (ctypes.c_uint64 * self.cap)()
         self._batch: Optional[List[int]] = None
+        self._saved: Optional[Tuple[bytes, int]] = None
+        self.output = output
         self._loop: Optional["weakref.ref[Generator[List[int], None, None]]"] = None
         self.stale: List[int] = []
         """Ids of the last committed (or given back) batch this worker no
@@ -114,24 +132,58 @@ class Work(_lib.Scoped):
 
     def _settle(self, fail: bool) -> List[int]:
         batch, self._batch = self._batch, None
+        saved, self._saved = self._saved, None
         if batch is None:
             return []
         lc = _lib.lib()
-        call = lc.cohort_work_fail if fail else lc.cohort_work_commit
-        rc = self._c._check(call(self._handle(), self._ids, len(batch)))
+        for i, x in enumerate(batch):
+            self._ids[i] = x
+        if saved is not None and not fail:
+            rc = self._c._check(lc.cohort_work_commit_output_kind(
+                self._handle(), self._ids, len(batch), saved[0], len(saved[0]), saved[1]))
+        else:
+            call = lc.cohort_work_fail if fail else lc.cohort_work_commit
+            rc = self._c._check(call(self._handle(), self._ids, len(batch)))
         self.stale = []
         if rc == _lib.CONSTANTS["COHORT_WORK_STALE"]:
             n = ctypes.c_size_t()
             ids = lc.cohort_work_stale_ids(self._handle(), ctypes.byref(n))
             self.stale = [ids[i] for i in range(n.value)]
+            if saved is not None and not fail:  # nothing committed: the rest is still ours
+                gone = set(self.stale)
+                self._batch = [i for i in batch if i not in gone] or None
+                return self.stale
         if not fail:
             self.committed += len(batch) - len(self.stale)
         return self.stale
 
-    def commit(self) -> List[int]:
-        """Commits the current batch now (instead of at the next iteration)
-        and returns the ids of it this worker no longer held (also in
-        ``stale``): publish the results of all but those."""
+    def save(self, obj: Any) -> None:
+        """The results of the current batch: bytes (bytearray, memoryview)
+        as they are, anything else pickled. Committed with the batch (at the
+        next iteration, or ``commit()``), all or nothing, and then published
+        exactly once in the queue's output directory. A later ``save``
+        before the commit replaces the earlier one."""
+        if self.output is None:
+            raise errors.UsageError("cohort: work.save: the work queue '%s' was opened "
+                                    "without output=: give c.work(..., output=DIR)"
+                                    % self.name, errors.ERR_USAGE)
+        if self._batch is None:
+            raise errors.UsageError("cohort: work.save: no batch is held (save inside the "
+                                    "loop, before the next iteration)", errors.ERR_USAGE)
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            self._saved = (bytes(obj), _lib.CONSTANTS["COHORT_WORK_OUTPUT_BYTES"])
+        else:
+            self._saved = (pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL),
+                           _lib.CONSTANTS["COHORT_WORK_OUTPUT_PICKLE"])
+
+    def commit(self, output: Any = _NOTHING) -> List[int]:
+        """Commits the current batch now (instead of at the next iteration),
+        with ``output`` as its results when given (as ``save``), and returns
+        the ids of it this worker no longer held (also in ``stale``). With
+        results, nothing was committed then and ``batch`` holds the rest of
+        the batch, still this worker's: process and commit it again."""
+        if output is not _NOTHING:
+            self.save(output)
         return self._settle(False)
 
     def give_back(self) -> List[int]:
@@ -171,6 +223,9 @@ class Work(_lib.Scoped):
         try:
             while True:
                 self._settle(False)
+                if self._batch:  # a commit with results lost some ids: the rest again
+                    yield self._batch
+                    continue
                 batch = self._lease()
                 if not batch:
                     return

@@ -17,6 +17,7 @@ int main(void)
     S(cohort_opts), M(cohort_opts, size), M(cohort_opts, timeout_s);
     S(cohort_work_opts), M(cohort_work_opts, size), M(cohort_work_opts, journal);
     M(cohort_work_opts, lease_timeout_s), M(cohort_work_opts, max_attempts);
+    M(cohort_work_opts, output);
     S(cohort_work_status), M(cohort_work_status, total), M(cohort_work_status, committed);
     M(cohort_work_status, leased), M(cohort_work_status, queued);
     M(cohort_work_status, set_aside);

@@ -201,6 +201,72 @@ def work_stale():
             say(done=done)
 
 
+def work_output():
+    """Every rank saves each batch's results (a pickled dict for batches
+    whose first id is odd, the ids as 8-byte big-endian bytes for the
+    others); with PY_HOW=die the victim exits after saving its second
+    batch, before its commit."""
+    n = int(os.environ.get("PY_ITEMS", "1500"))
+    with cohort.init() as c:
+        with c.work("q", n, journal=os.path.join(OUT, "q.journal"), cap=16,
+                    output=os.path.join(OUT, "results")) as work:
+            batches = 0
+            for batch in work:
+                batches += 1
+                if batch[0] % 2:
+                    work.save({"rank": RANK, "ids": list(batch)})
+                else:
+                    work.save(b"".join(i.to_bytes(8, "big") for i in batch))
+                if RANK == VICTIM and batches == 2 and os.environ.get("PY_HOW") == "die":
+                    os._exit(0)
+            say(committed=work.committed)
+
+
+def work_output_stale():
+    """As work_stale, the victim's late batch with saved results: all of it
+    stale, nothing of it committed or published."""
+    with cohort.init() as c:
+        with c.work("q", 400, lease_timeout=1, cap=8, journal=os.path.join(OUT, "q.journal"),
+                    output=os.path.join(OUT, "results")) as work:
+            first, seen = True, []
+            for batch in work:
+                if first:  # every rank holds a batch before the others drain the queue
+                    c.barrier()
+                    first = False
+                work.save(b"x" * len(batch))
+                if RANK == VICTIM and not seen:
+                    seen = list(batch)
+                    fifo_wait("go")
+                    stale = work.commit()
+                    say(batch=seen, stale=stale, held=work.batch, committed=work.committed)
+            if RANK == 0:
+                fifo_tell("go")
+
+
+def work_output_bad():
+    """save without output=, outside a batch; output without a journal."""
+    got = []
+    with cohort.init() as c:
+        with c.work("plain", c.size, cap=1) as w:
+            for _ in w:
+                c.barrier()  # every rank holds its one item
+                try:
+                    w.save(b"r")
+                except cohort.UsageError as e:
+                    got.append(str(e))
+        with c.work("q", 10, journal=os.path.join(OUT, "j"), output=os.path.join(OUT, "r")) as w:
+            try:
+                w.save(b"r")
+            except cohort.UsageError as e:
+                got.append(str(e))
+            list(w)
+        try:
+            c.work("q2", 10, output=os.path.join(OUT, "r2"))
+        except cohort.Error as e:
+            got.append("%s: %s" % (type(e).__name__, e))
+    say(got=got)
+
+
 def work_give_back():
     with cohort.init() as c:
         with c.work("q", 500, max_attempts=1, cap=16) as work:

@@ -43,21 +43,21 @@ def fake_library(tmp, version):
     return lib
 
 
-@pytest.mark.parametrize("version", [2000, 1001, 0])
+@pytest.mark.parametrize("version", [2000, 1002, 0])
 def test_another_api_version_is_refused_in_one_line(scratch, version):
     lib = fake_library(scratch, version)
     rc, out, err = run_py("import cohort\ntry:\n    cohort.init()\nexcept cohort.ConfigError "
                           "as e:\n    print(e)\n", COHORT_LIBRARY=lib)
     assert rc == 0 and err == "", err
-    want = ("cohort: the Python package needs libcohort API 1.2 (or a later 1.x), but %s is "
+    want = ("cohort: the Python package needs libcohort API 1.3 (or a later 1.x), but %s is "
             "API %d.%d: install the package and the library of one cohort version\n"
             % (lib, version // 1000, version % 1000))
     assert out == want
 
 
 def test_compatible_versions():
-    assert _lib._compatible(1002) and _lib._compatible(1007)
-    assert not _lib._compatible(1001) and not _lib._compatible(2002)
+    assert _lib._compatible(1003) and _lib._compatible(1007)
+    assert not _lib._compatible(1002) and not _lib._compatible(2003)
     assert not _lib._compatible(0)
 
 

@@ -16,7 +16,8 @@ from conftest import BUILD, HEADERS, SRC
 
 FILES = ("cohort.h", "cohort_work.h", "cohort_streams.h")
 BASE = {"int": ctypes.c_int, "long": ctypes.c_long, "size_t": ctypes.c_size_t,
-        "uint64_t": ctypes.c_uint64, "double": ctypes.c_double, "char": ctypes.c_char}
+        "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64, "double": ctypes.c_double,
+        "char": ctypes.c_char}
 OPAQUE = {"cohort", "cohort_work", "cohort_streams"}
 
 

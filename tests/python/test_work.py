@@ -3,6 +3,7 @@ set-aside items, journals, bad arguments."""
 
 import os
 
+import cohort
 from conftest import step
 
 
@@ -109,3 +110,56 @@ def test_every_worker_closing_early_fails_the_closes_at_once():
         assert g.get("error") == "UsageError" and g["held"] is None, g
         assert "every worker left in queue 'q' closed it with " in g["msg"] and \
             "nobody will do them" in g["msg"], g
+
+
+def published_once(results, n):
+    """read_output over results: every id 0..n-1 once, each part's object
+    what its worker saved."""
+    seen = []
+    for ids, obj in cohort.read_output(results):
+        if isinstance(obj, dict):
+            assert obj["ids"] == ids
+        else:
+            assert obj == b"".join(i.to_bytes(8, "big") for i in ids)
+        seen += ids
+    assert sorted(seen) == list(range(n)), "%d published, %d distinct of %d" % (
+        len(seen), len(set(seen)), n)
+
+
+def test_saved_results_published_once(scratch):
+    s = step(4, 2, "work_output", out_dir=scratch, PY_ITEMS=1500)
+    assert s.rc == 0, s.out
+    assert sum(g["committed"] for g in s.every(4)) == 1500
+    published_once(os.path.join(scratch, "results"), 1500)
+    assert not [f for f in os.listdir(os.path.join(scratch, "results"))
+                if not f.startswith("part-")]
+
+
+def test_a_worker_dying_after_save_loses_and_doubles_nothing(scratch):
+    s = step(4, 2, "work_output", out_dir=scratch, PY_ITEMS=1500, PY_VICTIM=1, PY_HOW="die")
+    got = [s.by_rank[r][0] for r in (0, 2, 3)]
+    assert sum(g["committed"] for g in got) <= 1500, s.out
+    published_once(os.path.join(scratch, "results"), 1500)
+
+
+def test_a_late_batch_with_results_is_stale_and_not_published(scratch):
+    os.mkfifo(os.path.join(scratch, "go"))
+    s = step(3, 1, "work_output_stale", out_dir=scratch, PY_VICTIM=2)
+    assert s.rc == 0, s.out
+    v = s.one(2)
+    assert v["stale"] == v["batch"] and v["held"] is None and v["committed"] == 0, s.out
+    seen = sorted(i for ids, _ in cohort.read_output(os.path.join(scratch, "results"))
+                  for i in ids)
+    assert seen == list(range(400))
+
+
+def test_output_misuse(scratch):
+    s = step(2, 1, "work_output_bad", out_dir=scratch)
+    assert s.rc == 0, s.out
+    for g in s.every(2):
+        got = g["got"]
+        assert got[0].startswith("cohort: work.save: the work queue 'plain' was opened "
+                                 "without output="), got
+        assert got[1].startswith("cohort: work.save: no batch is held"), got
+        assert got[2].startswith("UsageError: cohort: cohort_work_open failed on rank 0: "
+                                 "output is set and journal is not"), got
