@@ -282,8 +282,9 @@ static int apply(struct jscan *s, void *ctx, uint64_t off, uint8_t type, const u
         struct journal_event ev = {.kind = type, .lo = jget64(body), .hi = jget64(body) + 1,
                                    .attempts = jget32(body + 8)};
         if (ev.lo >= s->n_items) {
-            snprintf(what, sizeof what, "id %" PRIu64 " set aside outside the queue's %" PRIu64
-                     " items", ev.lo, s->n_items);
+            snprintf(what, sizeof what,
+                     "ids [%" PRIu64 ", %" PRIu64 ") outside the queue's %" PRIu64 " items",
+                     ev.lo, ev.hi, s->n_items);
             return damaged(s, off, what, err);
         }
         return s->fn && s->fn(s->ctx, &ev, err) < 0 ? -1 : 0;
