@@ -179,8 +179,8 @@ tests_unit_test_journal_torn_LDADD = $(tests_unit_test_journal_LDADD)
 tests_unit_test_journal_linear_LDADD = $(tests_unit_test_journal_LDADD)
 # Results published exactly once: a part's head, the journal's publication
 # record, the scheduler's all-or-nothing commit.
-check_PROGRAMS += tests/unit/test_output
-TESTS += tests/unit/test_output
+check_PROGRAMS += tests/unit/test_output tests/unit/test_output_model
+TESTS += tests/unit/test_output tests/unit/test_output_model
 tests_unit_test_output_LDADD = runtime/work/libcohort_work_output.la \
 	runtime/work/libcohort_work_journal.la runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
