@@ -4,7 +4,7 @@
 ## that it names the directories of that install), byte-compiled there;
 ## checked after installation (installcheck) against the installed headers.
 cohort_py = python/cohort/__init__.py python/cohort/__main__.py python/cohort/_core.py \
-	python/cohort/_lib.py python/cohort/_session.py python/cohort/errors.py python/cohort/info.py \
+	python/cohort/_lib.py python/cohort/_progress.py python/cohort/_session.py python/cohort/errors.py python/cohort/info.py \
 	python/cohort/output.py python/cohort/streams.py python/cohort/work.py python/cohort/py.typed
 EXTRA_DIST += $(cohort_py)
 if HAVE_PYTHON

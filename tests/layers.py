@@ -29,7 +29,7 @@ LAYERS = [
     ["runtime/libcohort"],
     ["runtime/tools", "plugin"],
 ]
-PY_LAYERS = [["errors"], ["_lib", "info", "output"], ["_session"], ["work", "streams"], ["_core"],
+PY_LAYERS = [["errors", "_progress"], ["_lib", "info", "output"], ["_session"], ["work", "streams"], ["_core"],
              ["__init__"], ["__main__"]]
 FILE_MAX, FUNC_MAX = 600, 80
 KEPT = {}  # "path" or "path:function" -> why it is kept over the limit

@@ -4,12 +4,12 @@ calls that open work queues and stream sets on it, and init()."""
 from __future__ import annotations
 
 import ctypes
-from typing import Optional
+from typing import Any, Optional
 
 from . import _lib, errors
 from ._session import Session
 from .streams import Streams
-from .work import Work
+from .work import DRAIN, Work
 
 
 class Cohort(Session):
@@ -25,13 +25,20 @@ class Cohort(Session):
 
     def work(self, name: str, n: int, journal: Optional[str] = None,
              lease_timeout: Optional[float] = None, max_attempts: Optional[int] = None,
-             cap: Optional[int] = None, output: Optional[str] = None) -> "Work":
+             cap: Optional[int] = None, output: Optional[str] = None,
+             drain: Any = DRAIN, progress: bool = False) -> "Work":
         """Opens the work queue ``name`` of items 0..n-1 (collective: every
         rank gives the same arguments) and returns it; iterate over it for
         batches of item ids. ``output``: a directory where the results
         given to ``work.save`` are published exactly once (needs a
-        ``journal``). See cohort.Work."""
-        w = Work(self, name, n, journal, lease_timeout, max_attempts, cap, output)
+        ``journal``). ``drain``: on these signals (Slurm's warning before a
+        time limit or preemption; where the script has no handler of its
+        own) the loop commits the batch in hand and ends, and close()
+        returns at once; None: none. ``progress``: rank 0 shows the items
+        committed (tqdm's bar, else a line to stderr every 10 s). See
+        cohort.Work."""
+        w = Work(self, name, n, journal, lease_timeout, max_attempts, cap, output, drain,
+                 progress)
         self._open.append(w)
         return w
 

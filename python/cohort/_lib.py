@@ -71,6 +71,7 @@ CONSTANTS: Dict[str, int] = {
     "COHORT_WORK_STALE": 1,
     "COHORT_WORK_OUTPUT_BYTES": 0,
     "COHORT_WORK_OUTPUT_PICKLE": 1,
+    "COHORT_WORK_DRAINED": 2,
     "COHORT_STREAM_ASSIGN": 1,
     "COHORT_STREAM_REVOKE": 2,
 }
@@ -102,6 +103,7 @@ FUNCTIONS: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "cohort_work_commit_output": (c_int, (_H, _IDS, c_size_t, c_void_p, c_size_t)),
     "cohort_work_commit_output_kind": (c_int, (_H, _IDS, c_size_t, c_void_p, c_size_t,
                                                c_uint32)),
+    "cohort_work_drain": (c_int, (_H,)),
     "cohort_work_fail": (c_int, (_H, _IDS, c_size_t)),
     "cohort_work_stale_ids": (_IDS, (_H, POINTER(c_size_t))),
     "cohort_work_extend": (c_int, (_H,)),

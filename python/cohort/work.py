@@ -6,11 +6,14 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
+import signal
+import sys
 import weakref
 from typing import (TYPE_CHECKING, Any, Generator, Iterator, List, NamedTuple, Optional,
                     Tuple)
 
 from . import _lib, errors
+from ._progress import Progress
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -42,6 +45,24 @@ def _path(value: Any, what: str = "journal") -> Optional[bytes]:
 
 
 _NOTHING = object()
+DRAIN = ("TERM", "USR1")
+
+
+def _signals(drain: Any) -> List[signal.Signals]:
+    """The signals of drain (names with or without SIG, or numbers)."""
+    if drain is None:
+        return []
+    if isinstance(drain, (str, int)):
+        drain = (drain,)
+    out = []
+    for d in drain:
+        try:
+            out.append(signal.Signals(d) if isinstance(d, int) else
+                       signal.Signals["SIG" + d.upper().replace("SIG", "", 1)])
+        except (KeyError, ValueError, AttributeError):
+            raise errors.UsageError("cohort: drain names %r: give signal names such as "
+                                    "\"TERM\", \"USR1\", or None" % (d,), errors.ERR_USAGE)
+    return out
 
 
 class Work(_lib.Scoped):
@@ -79,9 +100,12 @@ class Work(_lib.Scoped):
 
     def __init__(self, cohort: "Session", name: str, n: int, journal: Optional[str],
                  lease_timeout: Optional[float], max_attempts: Optional[int],
-                 cap: Optional[int], output: Optional[str] = None) -> None:
+                 cap: Optional[int], output: Optional[str] = None, drain: Any = DRAIN,
+                 progress: bool = False) -> None:
         problem: Optional[errors.UsageError] = None
+        sigs: List[signal.Signals] = []
         try:
+            sigs = _signals(drain)
             if n is None:
                 raise errors.UsageError("cohort: n (the number of items) is None: give a "
                                         "whole number", errors.ERR_USAGE)
@@ -97,15 +121,28 @@ class Work(_lib.Scoped):
             problem = e
         self.name = name
         self._c = cohort
-        cohort._agree("c.work", problem)  # every rank fails alike, or none
+        self._h: Optional[ctypes.c_void_p] = None
+        self.drained: Optional[str] = None
+        """The signal this worker drained on (its loop ended early), or None."""
+        self._old: dict = {}
+        self._watch(sigs)  # before any rank can lease: every rank drains alike
         h = ctypes.c_void_p()
-        cohort._check(_lib.lib().cohort_work_open(cohort._handle(), raw_name, self.n,
-                                                  ctypes.byref(opts), ctypes.byref(h)))
-        self._h: Optional[ctypes.c_void_p] = h
+        try:
+            cohort._agree("c.work", problem)  # every rank fails alike, or none
+            cohort._check(_lib.lib().cohort_work_open(cohort._handle(), raw_name, self.n,
+                                                      ctypes.byref(opts), ctypes.byref(h)))
+        except BaseException:
+            self._unwatch()
+            raise
+        self._h = h
+        if self.drained:  # a signal came during the open
+            _lib.lib().cohort_work_drain(h)
         self._ids = (ctypes.c_uint64 * self.cap)()
         self._batch: Optional[List[int]] = None
         self._saved: Optional[Tuple[bytes, int]] = None
         self.output = output
+        self._progress = Progress(name, self.n, lambda: self.status().committed) \
+            if progress and cohort.rank == 0 else None
         self._loop: Optional["weakref.ref[Generator[List[int], None, None]]"] = None
         self.stale: List[int] = []
         """Ids of the last committed (or given back) batch this worker no
@@ -116,8 +153,10 @@ class Work(_lib.Scoped):
         """A failure while giving a batch back on leaving the loop (not raised)."""
 
     def __repr__(self) -> str:
-        return "<cohort.Work %r of %d items%s>" % (self.name, self.n,
-                                                    "" if self._h else ", closed")
+        return "<cohort.Work %r of %s items%s>" % (getattr(self, "name", "?"),
+                                                    getattr(self, "n", "?"),
+                                                    "" if getattr(self, "_h", None) else
+                                                    ", closed")
 
     @property
     def batch(self) -> Optional[List[int]]:
@@ -203,6 +242,26 @@ class Work(_lib.Scoped):
         self._c._check(_lib.lib().cohort_work_status(self._handle(), ctypes.byref(st)))
         return WorkStatus(st.total, st.committed, st.leased, st.queued, st.set_aside)
 
+    def _watch(self, sigs: List[signal.Signals]) -> None:
+        """Drains on sigs where the script has no handler of its own."""
+        for sig in sigs:
+            try:
+                if signal.getsignal(sig) == signal.SIG_DFL:
+                    self._old[sig] = signal.signal(sig, self._on_signal)
+            except ValueError:  # not the main thread: no handlers
+                pass
+
+    def _unwatch(self) -> None:
+        for sig, old in self._old.items():
+            if signal.getsignal(sig) == self._on_signal:
+                signal.signal(sig, old)
+        self._old = {}
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.drained = signal.Signals(signum).name
+        if self._h is not None:
+            _lib.lib().cohort_work_drain(self._h)
+
     def _lease(self) -> List[int]:
         k = self._c._check(_lib.lib().cohort_work_lease(self._handle(), self._ids, self.cap))
         return self._ids[:k]
@@ -223,10 +282,12 @@ class Work(_lib.Scoped):
         try:
             while True:
                 self._settle(False)
-                if self._batch:  # a commit with results lost some ids: the rest again
+                if self._progress:
+                    self._progress.update()
+                if self._batch and not self.drained:  # a commit with results lost ids
                     yield self._batch
                     continue
-                batch = self._lease()
+                batch = self._lease()  # none once drained
                 if not batch:
                     return
                 self._batch = batch
@@ -246,13 +307,22 @@ class Work(_lib.Scoped):
         """Gives back a batch still held, then returns when every item of
         the queue is committed or set aside (collective), and frees the
         queue. Raises when that failed (e.g. the coordinator died: rerun the
-        step with the same journal to resume)."""
+        step with the same journal to resume). After a drain (``drained``
+        names the signal), returns at once: the items left stay in the
+        journal for the next step, and rank 0 says so in one line."""
         if self._h is None:
             return
         self._give_back_quietly()
         h, self._h = self._h, None
         self._c._forget(self)
-        self._c._check(_lib.lib().cohort_work_close(h))
+        self._unwatch()
+        rc = self._c._check(_lib.lib().cohort_work_close(h))
+        if self._progress and rc == 0:  # every item committed or set aside
+            self._progress.update(final=True, done=self.n)
+        if rc == _lib.CONSTANTS["COHORT_WORK_DRAINED"] and self._c.rank == 0:
+            print("cohort: work '%s' drained on %s: the items left stay in the journal for "
+                  "the next step over it" % (self.name, self.drained), file=sys.stderr,
+                  flush=True)
         if self.error is not None:
             raise self.error
 
@@ -261,4 +331,5 @@ class Work(_lib.Scoped):
         held, without the collective close."""
         self._give_back_quietly()
         self._h = None
+        self._unwatch()
         self._c._forget(self)

@@ -269,6 +269,20 @@ bool coord_finished(const struct coord *co)
     return st.committed + st.set_aside == st.total;
 }
 
+/* A drained worker's close: answered at once with the totals (the items
+ * left stay queued, in the journal for the next step); anything it still
+ * holds goes back. */
+static void drained(struct coord *co, uint32_t rank, int64_t now)
+{
+    struct cohort_err e;
+    if (sched_worker_lost(co->s, rank, now, &e) == SCHED_ENOMEM)
+        co->oom = true;
+    co->changed = true;
+    co->drained++;
+    totals(co, rank, WORK_CLOSED);
+    co->w[rank].closed_ok = true;
+}
+
 /* One request of a worker. */
 static void request(struct coord *co, uint32_t rank, const struct wire_frame *f, int64_t now)
 {
@@ -298,6 +312,8 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
     case WORK_CLOSE:
         w->closing = true;
         w->held_since = now;
+        if (f->len == 1 && f->payload[0] == WORK_CLOSE_DRAIN)
+            drained(co, rank, now);
         break;
     default:
         coord_send(co, rank, WORK_ERROR, "an unknown request", 18);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,11 +158,23 @@ static int streams(const struct coord_config *cfg, struct cohort_err *err)
     return rc;
 }
 
+/* Slurm's warnings (a time limit's or preemption's SIGTERM, --signal's
+ * USR1 or USR2) and a terminal's are for the workers, which drain: the
+ * coordinator serves their last commits and closes, then ends once they
+ * have gone (SIGKILL still ends it). */
+static void ignore_warnings(void)
+{
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], SIG_IGN);
+}
+
 int main(void)
 {
     struct coord_config cfg = {0};
     struct cohort_err err;
     int rc = -2;
+    ignore_warnings();
     /* every rank holds a connection of its own: when they cannot all fit,
      * every rank is told at once, not left out until its deadline */
     if (record(&cfg, &err) == 0 &&

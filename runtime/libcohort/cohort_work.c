@@ -220,8 +220,15 @@ int cohort_work_close(struct cohort_work *w)
         return -1;
     }
     struct wire_frame f;
-    int rc = work_call(w, func, WORK_CLOSE, NULL, 0, &f);
-    if (rc == 0 && f.flags == WORK_ERROR)
+    const uint8_t drain = WORK_CLOSE_DRAIN;
+    bool drained = w->draining;
+    int rc = work_call(w, func, WORK_CLOSE, drained ? &drain : NULL, drained, &f);
+    if (rc == 0 && f.flags == WORK_CLOSED && drained && f.len == WORK_TOTALS_LEN) {
+        struct work_totals t;
+        work_totals_get(f.payload, &t);
+        rc = t.committed + t.set_aside < t.total ? COHORT_WORK_DRAINED : 0;
+        conn_consume(&w->link.conn->c, &f);
+    } else if (rc == 0 && f.flags == WORK_ERROR)
         rc = work_refused(w, func, &f);
     else if (rc == 0 && f.flags != WORK_CLOSED)
         rc = cohort_internal_fail(w->c, COHORT_ERR_NETWORK,

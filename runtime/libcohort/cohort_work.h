@@ -133,12 +133,26 @@ struct cohort_work_status {
 };
 int cohort_work_status(struct cohort_work *w, struct cohort_work_status *st);
 
-/* Collective: returns when every item is committed or set aside; frees w.
- * 0, or -1 with the reason in cohort_error (w is freed in both cases),
- * e.g. at once when every worker left in the queue has closed it with
- * items not done and none leased (nobody would do them);
- * after a call on w failed for the coordinator (gone, silent), -1 at once,
- * cohort_error still naming that failure. */
+/* API 1.3. Drains this worker (async-signal-safe: for a handler of
+ * Slurm's warning, SIGTERM at a time limit or preemption, or --signal's):
+ * the next cohort_work_lease leases nothing more and returns 0, and
+ * cohort_work_close returns at once, COHORT_WORK_DRAINED when items are
+ * left (they stay queued, in the journal, for the next step, e.g. after
+ * --requeue). Commit the ids in hand before that close: what this worker
+ * still holds then goes back. Returns 0 (-1 for w NULL). */
+int cohort_work_drain(struct cohort_work *w);
+
+/* cohort_work_close of a drained worker: items are left for a later step. */
+#define COHORT_WORK_DRAINED 2
+
+/* Collective: returns when every item is committed or set aside; frees w
+ * (whatever it returns). 0; or -1 with the reason in cohort_error, e.g. at
+ * once when every worker left in the queue has closed it with items not
+ * done and none leased (nobody would do them), or after a call on w failed
+ * for the coordinator (gone, silent), cohort_error still naming that
+ * failure; or, after cohort_work_drain, COHORT_WORK_DRAINED at once when
+ * items are left (not collective then: each drained worker returns by
+ * itself). */
 int cohort_work_close(struct cohort_work *w);
 
 #ifdef __cplusplus

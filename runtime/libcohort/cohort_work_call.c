@@ -127,6 +127,8 @@ long cohort_work_lease(struct cohort_work *w, uint64_t *ids, size_t cap)
                  : -1;
     uint8_t b[8];
     wire_put64(b, cap > WORK_LEASE_MAX ? WORK_LEASE_MAX : cap);
+    if (w->draining)
+        return 0; /* leases nothing more: the loop ends, the close drains */
     for (;;) {
         struct wire_frame f;
         if (work_call(w, func, WORK_LEASE, b, sizeof b, &f) < 0)
@@ -225,6 +227,14 @@ static int settle(struct cohort_work *w, const char *func, enum work_op op, cons
     if (work_call(w, func, op, w->spans, (uint32_t)(spans * WORK_SPAN_LEN), &f) < 0)
         return -1;
     return work_verdict(w, func, &f);
+}
+
+int cohort_work_drain(struct cohort_work *w)
+{
+    if (!w)
+        return -1;
+    w->draining = 1;
+    return 0;
 }
 
 const uint64_t *cohort_work_stale_ids(const struct cohort_work *w, size_t *n)

@@ -4,6 +4,7 @@
 #ifndef COHORT_WORK_PRIVATE_H
 #define COHORT_WORK_PRIVATE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -27,6 +28,7 @@ struct cohort_work {
     uint64_t *ids;            /* a commit with results' ids, sorted */
     bool journal;             /* for messages: whether a rerun resumes */
     bool gone;                /* the coordinator is gone: every call fails at once */
+    volatile sig_atomic_t draining; /* cohort_work_drain was called */
     char name[WORK_NAME_MAX + 1];
 };
 

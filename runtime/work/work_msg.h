@@ -17,7 +17,8 @@
  *   FAIL    spans of ids           VERDICT
  *   EXTEND                         OK
  *   STATUS                         TOTALS  total, committed, leased, queued, set aside
- *   CLOSE                          CLOSED  the same totals, once every item is done
+ *   CLOSE   nothing, or            CLOSED  the same totals, once every item is done
+ *           DRAIN (u8)                     (drained: at once)
  *                                  ERROR   one sentence: this worker's call failed
  *
  * Ids travel as spans (lo, hi): the runs of consecutive ids in the order
@@ -49,6 +50,7 @@ enum work_op {
 };
 
 #define WORK_SPAN_LEN 16 /* two big-endian u64 */
+#define WORK_CLOSE_DRAIN 1 /* a CLOSE's payload: the worker drained, answer at once */
 #define WORK_OUTPUT_HEAD 28 /* COMMIT_OUTPUT before its spans: token 16, length 8, kind 4 */
 #define WORK_LEASE_MAX (1u << 20) /* ids in one lease, commit or failure at most */
 

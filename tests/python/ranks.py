@@ -243,6 +243,26 @@ def work_output_stale():
                 fifo_tell("go")
 
 
+def work_drain():
+    """A queue with results; with PY_DRAIN=1 rank 0 sends SIGTERM to every
+    rank (itself too) after its third batch: every loop ends after
+    committing the batch in hand and close() returns at once. Without it
+    the step runs the queue to its end (a rerun over the same journal)."""
+    n = int(os.environ.get("PY_ITEMS", "3000"))
+    with cohort.init() as c:
+        pids = c.allgather(os.getpid())
+        with c.work("q", n, journal=os.path.join(OUT, "q.journal"), cap=4,
+                    output=os.path.join(OUT, "results"), progress=True) as work:
+            batches = 0
+            for batch in work:
+                batches += 1
+                work.save(b"".join(i.to_bytes(8, "big") for i in batch))
+                if os.environ.get("PY_DRAIN") and RANK == 0 and batches == 3:
+                    for p in pids:
+                        os.kill(p, signal.SIGTERM)
+        say(committed=work.committed, drained=work.drained, batches=batches)
+
+
 def work_output_bad():
     """save without output=, outside a batch; output without a journal."""
     got = []

@@ -163,3 +163,34 @@ def test_output_misuse(scratch):
         assert got[1].startswith("cohort: work.save: no batch is held"), got
         assert got[2].startswith("UsageError: cohort: cohort_work_open failed on rank 0: "
                                  "output is set and journal is not"), got
+
+
+def test_drain_on_sigterm_then_the_rerun_finishes(scratch):
+    s = step(4, 2, "work_drain", out_dir=scratch, PY_DRAIN=1, PY_ITEMS=3000)
+    assert s.rc == 0, s.out
+    first = s.every(4)
+    assert all(g["drained"] == "SIGTERM" for g in first), first
+    done = sum(g["committed"] for g in first)
+    assert 0 < done < 3000, done
+    assert "cohort: work 'q' drained on SIGTERM: the items left stay in the journal" in s.out
+    s = step(4, 2, "work_drain", out_dir=scratch, PY_ITEMS=3000)
+    assert s.rc == 0, s.out
+    again = s.every(4)
+    assert all(g["drained"] is None for g in again)
+    assert done + sum(g["committed"] for g in again) == 3000
+    published_once(os.path.join(scratch, "results"), 3000)
+    # rank 0's progress: plain lines (no tqdm here), items not batches
+    assert "cohort: work 'q': 3000 of 3000 items (100%)" in s.out, s.out
+
+
+def test_progress_line():
+    from cohort._progress import Progress
+    t = [0.0]
+    done = [0]
+    p = Progress("q", 1000, lambda: done[0], clock=lambda: t[0])
+    p._bar = None
+    for k in range(1, 13):
+        t[0], done[0] = 10.0 * k, 50 * k
+        p.update()
+    assert p.line(120.0, 600) == "cohort: work 'q': 600 of 1000 items (60%), 5 items/s, " \
+        "ETA 80 s"
