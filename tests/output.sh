@@ -60,6 +60,29 @@ grep -q '^check:     ok$' "$tmp/text" && grep -q ' 3000 ids, 48000 bytes; 0 offe
     grep -q '^journal:   3000 of 3000 items committed, 0 of them without results$' "$tmp/text"
 ok $? "cohort-work output lists the parts and says the check holds ($(tail -3 "$tmp/text" | tr '\n' ' '))"
 
+# --- progress: cohort-work status --watch while the step runs -------------
+fresh
+rm -rf "$tmp/o" && mkdir "$tmp/o"
+env COHORT_TEST_OUT="$tmp/o" COHORT_TEST_JOURNAL="$tmp/journal" COHORT_TEST_OUTPUT="$tmp/results" \
+    COHORT_TEST_ITEMS=20000 COHORT_TEST_US=200 "$spawn" 4 1 -- "$check" >"$tmp/out" 2>&1 &
+step=$!
+i=0
+while [ ! -s "$tmp/journal" ] && [ $i -lt 600 ] && kill -0 $step 2>/dev/null; do
+    i=$((i + 1)); sleep 0.1 # the journal appears when the coordinator starts
+done
+"$work" status "$tmp/journal" --watch=0.2 >"$tmp/watch" 2>&1
+rc=$?
+wait $step
+"$work" status "$tmp/journal" --format json >"$tmp/json" 2>&1
+why=$(python3 -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+if s["leased"] != 0 or s["workers"] != 0 or not s["items_per_s"] or s["remaining"] != 0:
+    print("status: %s" % s)' "$tmp/json" 2>&1)
+[ $rc = 0 ] && [ -z "$why" ] &&
+    tail -1 "$tmp/watch" | grep -q '^20000 of 20000 committed (100.0%), [0-9]* items/s, ETA 0 s, 0 leased, 0 set aside$'
+ok $? "cohort-work status --watch follows a running queue to its end; the JSON status has the rate, leased and workers ($(tail -1 "$tmp/watch")${why:+; $why})"
+
 # --- workers killed before, inside and after a commit with results ------
 bad=0 first=""
 i=0

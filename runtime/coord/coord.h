@@ -24,6 +24,7 @@
 #define COORD_KEEPALIVE_MS 5000 /* a held request is answered within this */
 #define COORD_LEASE_MAX WORK_LEASE_MAX
 #define COORD_PROGRESS_MS 5000  /* verbose: a progress line this often */
+#define COORD_RECORD_MS 2000    /* the totals recorded in the journal at most this often */
 
 struct coord;
 

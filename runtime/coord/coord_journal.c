@@ -3,9 +3,11 @@
  * handed out again; items set aside by an earlier step are, with fresh
  * attempts), the taken ids of each commit added, one sync per round
  * before the answers go out (group commit), a commit with results recorded
- * with its part, and the items set aside written at the end. Without a journal, each does nothing. */
+ * with its part, the totals now and then (for cohort-work status), and the
+ * items set aside written at the end. Without a journal, each does nothing. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "coord_private.h"
 #include "journal.h"
@@ -85,6 +87,25 @@ int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, ui
     return 0;
 }
 
+void coord_journal_progress(struct coord *co)
+{
+    struct sched_status st;
+    sched_status(co->s, &st);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct journal_progress p = {(uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
+                                 st.committed, st.leased, st.set_aside, co->connected};
+    if (!co->journal || (p.committed == co->said.committed && p.leased == co->said.leased &&
+                         p.set_aside == co->said.set_aside && p.workers == co->said.workers))
+        return;
+    struct cohort_err e;
+    if (journal_add_progress(co->journal, &p, &e) < 0) {
+        co->journal_failed = true;
+        co->journal_error = e;
+    }
+    co->said = p;
+}
+
 int coord_journal_sync(struct coord *co, struct cohort_err *err)
 {
     if (!co->journal)
@@ -100,6 +121,7 @@ int coord_journal_end(struct coord *co, struct cohort_err *err)
 {
     if (!co->journal)
         return 0;
+    coord_journal_progress(co); /* the last totals */
     size_t n = 0;
     const struct sched_aside *a = sched_set_aside(co->s, &n);
     for (size_t i = 0; i < n; i++)

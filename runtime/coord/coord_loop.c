@@ -87,6 +87,10 @@ int coord_run(struct coord *co, struct cohort_err *err)
             co->oom = true;
         sched_status(co->s, &after);
         co->changed |= after.queued != before.queued;
+        if (now >= co->next_record) {
+            coord_journal_progress(co);
+            co->next_record = now + COORD_RECORD_MS;
+        }
         if (answer_due(co, err) < 0)
             return -1;
         coord_wake(co, now);

@@ -10,6 +10,7 @@
 
 #include "coord.h"
 #include "error.h"
+#include "journal.h"
 #include "work_sched.h"
 #include "work_msg.h"
 
@@ -46,6 +47,8 @@ struct coord {
     struct journal *journal;
     bool journal_failed;    /* an add failed: the next sync fails with its line */
     struct cohort_err journal_error;
+    struct journal_progress said; /* the totals last recorded */
+    int64_t next_record;    /* when they are recorded next (if changed) */
     int out_fd;             /* the output directory; -1: none */
     uint64_t next_part;     /* the number the next published part gets */
     struct coord_pending *pend; /* recorded, to be linked after the sync */
@@ -74,6 +77,9 @@ void coord_wake(struct coord *co, int64_t now);
 int coord_journal_open(struct coord *co, struct cohort_err *err);
 int coord_journal_add(struct coord *co, size_t n);
 int coord_journal_sync(struct coord *co, struct cohort_err *err);
+/* The totals recorded for cohort-work status, when they changed since
+ * the last record (synced with the round). */
+void coord_journal_progress(struct coord *co);
 /* At the end: the items set aside, written and synced. */
 int coord_journal_end(struct coord *co, struct cohort_err *err);
 void coord_journal_close(struct coord *co);

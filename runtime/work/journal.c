@@ -385,6 +385,26 @@ int journal_add_published(struct journal *j, uint64_t part, uint64_t data_len,
     return 0;
 }
 
+int journal_add_progress(struct journal *j, const struct journal_progress *p,
+                         struct cohort_err *err)
+{
+    if (j->failed)
+        return again(j, err);
+    close_open(j);
+    if (room(j, JREC_HEAD + JPROG_LEN) < 0)
+        return oom(j, err);
+    uint8_t *r = j->buf + j->len;
+    r[0] = JOURNAL_PROGRESS;
+    jput32(r + 1, JPROG_LEN);
+    jput64(r + JREC_HEAD, p->time_ms);
+    jput64(r + JREC_HEAD + 8, p->committed);
+    jput64(r + JREC_HEAD + 16, p->leased);
+    jput64(r + JREC_HEAD + 24, p->set_aside);
+    jput32(r + JREC_HEAD + 32, p->workers);
+    j->len += JREC_HEAD + JPROG_LEN;
+    return 0;
+}
+
 int journal_add_set_aside(struct journal *j, uint64_t id, uint32_t attempts,
                           struct cohort_err *err)
 {

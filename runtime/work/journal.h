@@ -18,7 +18,11 @@
  *       token (16 bytes), then spans as COMMITTED's (ascending, disjoint,
  *       1..JOURNAL_PUB_SPANS_MAX): these ids are committed, and their results
  *       are part number `part` of the queue's output directory, offered as
- *       the file named by the token (output.h).
+ *       the file named by the token (output.h);
+ *     JOURNAL_PROGRESS (4): time (u64, ms since the epoch), committed (u64),
+ *       leased (u64), set aside (u64), workers connected (u32): the
+ *       coordinator's totals, every few seconds while they change, for
+ *       cohort-work status (rate, ETA, leased); replay ignores them.
  *   A journal of another format (format 1, records without frames, written
  *   before this one) is refused with a line saying so.
  *
@@ -90,9 +94,17 @@ enum journal_event_kind {
     JOURNAL_COMMITTED = 1,
     JOURNAL_SET_ASIDE = 2,
     JOURNAL_PUBLISHED = 3,
+    JOURNAL_PROGRESS = 4,
 };
 
 #define JOURNAL_TOKEN_LEN 16
+
+/* The coordinator's totals at a moment (JOURNAL_PROGRESS). */
+struct journal_progress {
+    uint64_t time_ms;    /* since the epoch */
+    uint64_t committed, leased, set_aside;
+    uint32_t workers;
+};
 #define JOURNAL_PUB_SPANS_MAX 65536u /* runs of ids in one publication */
 
 /* One replayed fact. */
@@ -108,6 +120,7 @@ struct journal_event {
     const uint8_t *spans; /* n_spans (lo, hi) big-endian pairs, valid during the call */
     uint32_t n_spans;
     uint64_t n_ids;
+    struct journal_progress progress; /* PROGRESS */
 };
 
 /* Called by journal_open for each set-aside id and each publication as
@@ -155,6 +168,10 @@ int journal_add_published(struct journal *j, uint64_t part, uint64_t data_len,
                           uint32_t data_kind, const uint8_t token[JOURNAL_TOKEN_LEN],
                           const uint64_t *ids, size_t n, struct cohort_err *err);
 
+/* Adds a progress record. Fails as journal_add_committed. */
+int journal_add_progress(struct journal *j, const struct journal_progress *p,
+                         struct cohort_err *err);
+
 /* Adds a record: id was set aside after attempts attempts. Fails as
  * journal_add_committed (not for an id committed before). */
 int journal_add_set_aside(struct journal *j, uint64_t id, uint32_t attempts,
@@ -184,6 +201,8 @@ struct journal_summary {
     struct journal_aside *aside; /* ascending ids; malloc'd */
     size_t n_aside;
     uint64_t torn_bytes;         /* of a torn tail ignored (not cut: read only) */
+    struct journal_progress last;  /* the last progress record (time_ms 0: none) */
+    struct journal_progress before; /* the earliest one within a minute of it */
     uint64_t size;               /* of the file, in bytes, when it was read */
 };
 

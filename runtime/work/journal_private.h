@@ -19,6 +19,7 @@
 #define JCHECK_LEN 8
 #define JSPAN_LEN 16          /* a COMMITTED body's lo, hi */
 #define JASIDE_LEN 12         /* a SET_ASIDE body: id, attempts */
+#define JPROG_LEN 36          /* a PROGRESS body: time, committed, leased, set aside, workers */
 #define JPUB_LEN 36           /* a PUBLISHED body before its spans: part, length, kind, token */
 
 void jput32(uint8_t *p, uint32_t v);

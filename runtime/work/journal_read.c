@@ -154,6 +154,8 @@ static int len_ok(uint8_t type, uint32_t len)
 {
     if (type == JOURNAL_COMMITTED)
         return len > 0 && len % JSPAN_LEN == 0;
+    if (type == JOURNAL_PROGRESS)
+        return len == JPROG_LEN;
     if (type == JOURNAL_PUBLISHED)
         return len > JPUB_LEN && (len - JPUB_LEN) % JSPAN_LEN == 0 &&
                (len - JPUB_LEN) / JSPAN_LEN <= JOURNAL_PUB_SPANS_MAX;
@@ -278,6 +280,13 @@ static int apply(struct jscan *s, void *ctx, uint64_t off, uint8_t type, const u
 {
     struct gathering *c = ctx;
     char what[160];
+    if (type == JOURNAL_PROGRESS) {
+        struct journal_event ev = {.kind = type,
+                                   .progress = {jget64(body), jget64(body + 8),
+                                                jget64(body + 16), jget64(body + 24),
+                                                jget32(body + 32)}};
+        return s->fn && s->fn(s->ctx, &ev, err) < 0 ? -1 : 0;
+    }
     if (type == JOURNAL_SET_ASIDE) {
         struct journal_event ev = {.kind = type, .lo = jget64(body), .hi = jget64(body) + 1,
                                    .attempts = jget32(body + 8)};
@@ -367,13 +376,37 @@ struct asides {
     size_t n, cap;
     journal_replay_fn fn; /* the caller's, for publications */
     void *ctx;
+    struct journal_summary *s; /* its last progress and the one a minute before */
+    struct journal_progress ring[64]; /* the last ones, for that */
+    size_t n_ring;
 };
+
+/* A progress record: the last, and the earliest within a minute of it
+ * (records come every few seconds: the ring holds more than a minute). */
+static void progressed(struct asides *c, const struct journal_progress *p)
+{
+    c->ring[c->n_ring++ % 64] = *p;
+    c->s->last = *p;
+    size_t first = c->n_ring > 64 ? c->n_ring - 64 : 0;
+    c->s->before = *p;
+    for (size_t i = first; i < c->n_ring; i++) {
+        const struct journal_progress *q = &c->ring[i % 64];
+        if (q->time_ms + 60000 >= p->time_ms && q->time_ms <= p->time_ms) {
+            c->s->before = *q;
+            break;
+        }
+    }
+}
 
 static int collect(void *ctx, const struct journal_event *ev, struct cohort_err *err)
 {
     struct asides *c = ctx;
     if (ev->kind == JOURNAL_PUBLISHED)
         return c->fn ? c->fn(c->ctx, ev, err) : 0;
+    if (ev->kind == JOURNAL_PROGRESS) {
+        progressed(c, &ev->progress);
+        return 0;
+    }
     if (ev->kind != JOURNAL_SET_ASIDE)
         return 0;
     if (c->n == c->cap) {
@@ -456,7 +489,7 @@ int journal_summary_each(const char *path, struct journal_summary *s, journal_re
     int fd = jfile_open(path, 0, &created, err);
     if (fd < 0)
         return -1;
-    struct asides c = {.fn = fn, .ctx = ctx};
+    struct asides c = {.fn = fn, .ctx = ctx, .s = s};
     int rc = summarize(fd, path, s, &c, err);
     free(c.a);
     close(fd);
