@@ -209,6 +209,7 @@ int coord_output_publish(struct coord *co, struct cohort_err *err)
     for (size_t i = 0; i < co->n_pend; i++)
         if (publish(co, &co->pend[i], false, err) < 0)
             return -1;
+    co->published += co->n_pend;
     if (co->n_pend && fsync(co->out_fd) < 0)
         return out_fail(co, err, "cannot be synced", errno);
     co->n_pend = 0;

@@ -57,6 +57,7 @@ struct coord {
     uint32_t connected, lost_workers;
     uint32_t came;          /* workers that connected at least once */
     uint32_t drained;       /* workers that closed drained */
+    uint64_t published;     /* parts published by this coordinator */
     bool changed;           /* items came back or finished: held leases may go */
     bool oom;
     int64_t start_ms, join_by, next_wake, next_progress;

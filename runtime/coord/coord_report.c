@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "coord_private.h"
 
@@ -64,13 +65,19 @@ void coord_report(struct coord *co)
     if (n_aside)
         snprintf(first, sizeof first, " (the first: id %llu, %u attempts)",
                  (unsigned long long)aside[0].lo, aside[0].attempts);
+    struct rusage ru;
+    double cpu = getrusage(RUSAGE_SELF, &ru) == 0
+                     ? (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6
+                     : 0;
     fprintf(stderr, "cohort: work '%s': %llu items, %llu committed, %llu set aside%s, %llu "
                     "left; %llu went back to the queue, %llu copies at the tail, %u workers "
-                    "lost; per rank (items@rate):%s\n",
+                    "lost, %u drained; %llu parts published; coordinator CPU %.3f s; per rank "
+                    "(items@rate):%s\n",
             co->cfg->name, (unsigned long long)st.total, (unsigned long long)st.committed,
             (unsigned long long)st.set_aside, first,
             (unsigned long long)(st.total - st.committed - st.set_aside),
             (unsigned long long)st.requeued, (unsigned long long)st.copies, co->lost_workers,
-            workers);
+            co->drained, (unsigned long long)co->published, cpu, workers);
     free(workers);
 }

@@ -45,7 +45,10 @@
  * COHORT_TEST_OUTPUT: the queue's output directory: every commit is a
  * cohort_work_commit_output whose results are, for each id in the call's
  * order, the id (8 bytes, big-endian) and COHORT_TEST_BYTES - 8 bytes of
- * the id's low byte (COHORT_TEST_BYTES default 16, at least 8). */
+ * the id's low byte (COHORT_TEST_BYTES default 16, at least 8).
+ * COHORT_TEST_HAND (without COHORT_TEST_OUTPUT; for bench/output-bench.sh):
+ * a directory where the worker writes those results itself, a file per
+ * batch, synced, then commits the ids alone (save, then commit). */
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -161,9 +164,27 @@ static void *killer(void *arg)
     return NULL;
 }
 
+/* Results saved by hand: a file of this rank's in dir, synced. */
+static void save_by_hand(const char *dir, const uint64_t *ids, long n)
+{
+    static long seq;
+    char path[512];
+    size_t len;
+    uint8_t *b = results(ids, n, &len);
+    snprintf(path, sizeof path, "%s/r-%d-%ld", dir, rank, seq++);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (!b || fd < 0 || write(fd, b, len) != (ssize_t)len || fdatasync(fd) < 0)
+        fprintf(stderr, "rank %d: cannot save %s\n", rank, path);
+    if (fd >= 0)
+        close(fd);
+    free(b);
+}
+
 /* The commit of ids: with results when the queue has an output directory. */
 static int commit(struct cohort_work *w, const uint64_t *ids, long n)
 {
+    if (getenv("COHORT_TEST_HAND"))
+        save_by_hand(getenv("COHORT_TEST_HAND"), ids, n);
     if (!getenv("COHORT_TEST_OUTPUT"))
         return cohort_work_commit(w, ids, (size_t)n);
     size_t len;
