@@ -4,7 +4,9 @@
 # spank_cohort.so) and runs examples/infer_images.py (the work queue) and
 # examples/camera_streams.py (stream sets, one worker SIGKILLed) through
 # srun -N2 --ntasks-per-node=4 --cohort=infer, checking what the tasks wrote:
-# every image classified once, every stream served, no frame twice, the dead
+# every image's class published once (also with a task SIGKILLed between
+# its save and its commit: cohort.read_output, cohort-work output
+# --journal), every stream served, no frame twice, the dead
 # worker's streams served on by the others. No timing is judged. TAP.
 # Skipped with the reason where the cluster cannot run, under the
 # sanitizers, or without torch and torchvision in $COHORT_PYTHON.
@@ -39,14 +41,37 @@ images=160
 mkdir -p "$work/infer"
 run "$tmp/infer" "$examples/infer_images.py" --images $images --size 64 --batch 16 --out "$work/infer"
 ok $? "infer_images.py --images $images --size 64 on 2x4 tasks exits 0 ($(why "$tmp/infer"))"
-cat "$work/infer"/classes.* 2>/dev/null | awk '{print $1}' | sort -n >"$tmp/infer.ids"
+# read_output's view of DIR/results: "id class" lines, sorted by id
+classes() {
+    PYTHONPATH="$COHORT_SRCDIR/python" "$py" -c '
+import sys, cohort
+for ids, pairs in cohort.read_output(sys.argv[1]):
+    assert [i for i, _ in pairs] == ids, "a part whose classes are not of its ids"
+    for i, k in pairs:
+        print(i, k)' "$1/results" 2>&1 | sort -n
+}
+classes "$work/infer" >"$tmp/infer.classes"
+awk '{print $1}' "$tmp/infer.classes" >"$tmp/infer.ids"
 seq 0 $((images - 1)) | cmp -s - "$tmp/infer.ids"
-ok $? "every image 0..$((images - 1)) classified exactly once across the classes.* files ($(wc -l <"$tmp/infer.ids") lines, $(sort -u "$tmp/infer.ids" | wc -l) distinct, $(awk 'NF != 2' "$work/infer"/classes.* 2>/dev/null | wc -l) malformed)"
+ok $? "every image 0..$((images - 1)) classified and published exactly once, read back with cohort.read_output ($(wc -l <"$tmp/infer.ids") lines, $(sort -u "$tmp/infer.ids" | wc -l) distinct; $(grep -v '^[0-9]* [0-9]*$' "$tmp/infer.classes" | head -1))"
 shares=$(awk '/^rank [0-9]+: [0-9]+ items/ {n++; s += $3} END {print n + 0, s + 0}' "$tmp/infer")
 test "$shares" = "8 $images"
 ok $? "the 8 tasks' printed shares sum to $images (tasks, items: $shares; $(awk '/^rank/ {printf "%s%s", sep, $3; sep = "+"}' "$tmp/infer"))"
 grep -q '^makespan [0-9.]* s; a static split .* would take [0-9.]* s' "$tmp/infer"
 ok $? "makespan and static split printed ($(grep -m1 '^makespan' "$tmp/infer"))"
+
+# --- infer_images.py again, rank 5 SIGKILLed after saving its 2nd batch -----
+mkdir -p "$work/infer-kill"
+run "$tmp/ikill" "$examples/infer_images.py" --images $images --size 64 --batch 4 \
+    --out "$work/infer-kill" --kill-rank 5 --kill-after 2
+ended=$(grep -c "^rank [0-9]*: the step ended without rank 5 " "$tmp/ikill")
+"$COHORT_BUILDDIR/runtime/tools/cohort-work" output "$work/infer-kill/results" \
+    --journal "$work/infer-kill/journal" >"$tmp/ikill.check" 2>&1
+rc=$?
+classes "$work/infer-kill" | awk '{print $1}' >"$tmp/ikill.ids"
+seq 0 $((images - 1)) | cmp -s - "$tmp/ikill.ids" && [ $rc = 0 ] && [ "$ended" = 7 ] &&
+    grep -q "task 5: Killed" "$tmp/ikill.err"
+ok $? "infer_images.py with rank 5 SIGKILLed between its save and its commit: the 7 others finish, every image's class published exactly once (cohort-work output --journal: $(grep -m1 '^check:' "$tmp/ikill.check"); $(sort -u "$tmp/ikill.ids" | wc -l) distinct of $(wc -l <"$tmp/ikill.ids"); $ended 'ended without' lines; $(why "$tmp/ikill"))"
 
 # --- camera_streams.py: 200 streams, rank 5 SIGKILLed 5 s in ---------------
 streams=200 victim=5
