@@ -6,7 +6,8 @@
 # srun -N2 --ntasks-per-node=4 --cohort=infer, checking what the tasks wrote:
 # every image's class published once (also with a task SIGKILLed between
 # its save and its commit: cohort.read_output, cohort-work output
-# --journal), every stream served, no frame twice, the dead
+# --journal; and after scancel --signal=TERM drained every task mid-run and
+# a rerun finished the queue), every stream served, no frame twice, the dead
 # worker's streams served on by the others. No timing is judged. TAP.
 # Skipped with the reason where the cluster cannot run, under the
 # sanitizers, or without torch and torchvision in $COHORT_PYTHON.
@@ -72,6 +73,38 @@ classes "$work/infer-kill" | awk '{print $1}' >"$tmp/ikill.ids"
 seq 0 $((images - 1)) | cmp -s - "$tmp/ikill.ids" && [ $rc = 0 ] && [ "$ended" = 7 ] &&
     grep -q "task 5: Killed" "$tmp/ikill.err"
 ok $? "infer_images.py with rank 5 SIGKILLed between its save and its commit: the 7 others finish, every image's class published exactly once (cohort-work output --journal: $(grep -m1 '^check:' "$tmp/ikill.check"); $(sort -u "$tmp/ikill.ids" | wc -l) distinct of $(wc -l <"$tmp/ikill.ids"); $ended 'ended without' lines; $(why "$tmp/ikill"))"
+
+# --- draining: scancel --signal=TERM mid-run, then the rerun finishes ------
+# Every task drains (commits the batch in hand, closes at once), the
+# coordinator serves them; the rerun over the same directory does the rest.
+drain_images=600
+mkdir -p "$work/infer-drain"
+run "$tmp/idrain" "$examples/infer_images.py" --images $drain_images --size 64 --batch 4 \
+    --slow-rank -1 --out "$work/infer-drain" &
+step=$!
+committed() {
+    "$COHORT_BUILDDIR/runtime/tools/cohort-work" status "$work/infer-drain/journal" \
+        --format json 2>/dev/null | "$py" -c 'import json, sys; print(json.load(sys.stdin)["committed"])' 2>/dev/null
+}
+i=0
+while [ "$(committed)" = "" ] || [ "$(committed)" = 0 ]; do # the run is under way
+    i=$((i + 1))
+    [ $i -lt 600 ] && kill -0 $step 2>/dev/null || break
+    sleep 0.2
+done
+job=$("$cluster" exec "$dir" head squeue -h -o %i | head -1)
+"$cluster" exec "$dir" head scancel --signal=TERM "$job"
+wait $step
+rc=$?
+first=$(committed)
+drained=$(grep -c "drained on SIGTERM" "$tmp/idrain.err")
+run "$tmp/idrain2" "$examples/infer_images.py" --images $drain_images --size 64 --batch 4 \
+    --slow-rank -1 --out "$work/infer-drain"
+rc2=$?
+classes "$work/infer-drain" | awk '{print $1}' >"$tmp/idrain.ids"
+seq 0 $((drain_images - 1)) | cmp -s - "$tmp/idrain.ids" && [ $rc = 0 ] && [ $rc2 = 0 ] &&
+    [ "$drained" = 1 ] && [ "${first:-0}" -gt 0 ] && [ "$first" -lt $drain_images ]
+ok $? "scancel --signal=TERM mid-run: every task drains and srun exits 0 ($rc; $first of $drain_images committed, rank 0 said drained: $drained), the rerun over the journal finishes ($rc2): every image's class published exactly once ($(sort -u "$tmp/idrain.ids" | wc -l) distinct of $(wc -l <"$tmp/idrain.ids"); $(why "$tmp/idrain")$(why "$tmp/idrain2"))"
 
 # --- camera_streams.py: 200 streams, rank 5 SIGKILLed 5 s in ---------------
 streams=200 victim=5
