@@ -87,23 +87,26 @@ int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, ui
     return 0;
 }
 
-void coord_journal_progress(struct coord *co)
+bool coord_journal_progress(struct coord *co)
 {
+    if (!co->journal)
+        return false;
     struct sched_status st;
     sched_status(co->s, &st);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     struct journal_progress p = {(uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
                                  st.committed, st.leased, st.set_aside, co->connected};
-    if (!co->journal || (p.committed == co->said.committed && p.leased == co->said.leased &&
+    if ((p.committed == co->said.committed && p.leased == co->said.leased &&
                          p.set_aside == co->said.set_aside && p.workers == co->said.workers))
-        return;
+        return false;
     struct cohort_err e;
     if (journal_add_progress(co->journal, &p, &e) < 0) {
         co->journal_failed = true;
         co->journal_error = e;
     }
     co->said = p;
+    return true;
 }
 
 int coord_journal_sync(struct coord *co, struct cohort_err *err)

@@ -7,11 +7,12 @@
 
 #include "coord_private.h"
 
-/* The journal is synced, the parts it recorded linked under their names,
- * then every commit answer it held goes out. */
+/* The offers' names and the journal are synced, the parts it recorded
+ * linked under their names, then every commit answer it held goes out. */
 static int answer_due(struct coord *co, struct cohort_err *err)
 {
-    if (coord_journal_sync(co, err) < 0 || coord_output_publish(co, err) < 0)
+    if (coord_output_durable(co, err) < 0 || coord_journal_sync(co, err) < 0 ||
+        coord_output_publish(co, err) < 0)
         return -1;
     for (uint32_t r = 0; r < co->cfg->size; r++) {
         struct worker *w = &co->w[r];
@@ -87,10 +88,8 @@ int coord_run(struct coord *co, struct cohort_err *err)
             co->oom = true;
         sched_status(co->s, &after);
         co->changed |= after.queued != before.queued;
-        if (now >= co->next_record) {
-            coord_journal_progress(co);
-            co->next_record = now + COORD_RECORD_MS;
-        }
+        if (now >= co->next_record && coord_journal_progress(co))
+            co->next_record = now + COORD_RECORD_MS; /* the first change at once */
         if (answer_due(co, err) < 0)
             return -1;
         coord_wake(co, now);

@@ -7,6 +7,9 @@
  * and the link) and what no publication names is cleared away. The
  * coordinator renames and deletes files; it never reads or copies results.
  *
+ * Durability: the worker syncs its offer's bytes; the directory is synced
+ * before the journal records the round's offers (their names survive a
+ * power loss once the record does) and again after their links.
  * Publishing a part is a hard link of the offered file to its part's
  * name, then the offered name unlinked: a link never replaces a file (an
  * existing part is never overwritten, on any filesystem), and a crash
@@ -201,6 +204,13 @@ int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token)
     struct coord_pending *p = &co->pend[co->n_pend++];
     p->part = part;
     memcpy(p->token, token, OUTPUT_TOKEN_LEN);
+    return 0;
+}
+
+int coord_output_durable(struct coord *co, struct cohort_err *err)
+{
+    if (co->n_pend && fsync(co->out_fd) < 0)
+        return out_fail(co, err, "cannot be synced", errno);
     return 0;
 }
 

@@ -79,8 +79,8 @@ int coord_journal_open(struct coord *co, struct cohort_err *err);
 int coord_journal_add(struct coord *co, size_t n);
 int coord_journal_sync(struct coord *co, struct cohort_err *err);
 /* The totals recorded for cohort-work status, when they changed since
- * the last record (synced with the round). */
-void coord_journal_progress(struct coord *co);
+ * the last record (synced with the round): whether a record was made. */
+bool coord_journal_progress(struct coord *co);
 /* At the end: the items set aside, written and synced. */
 int coord_journal_end(struct coord *co, struct cohort_err *err);
 void coord_journal_close(struct coord *co);
@@ -96,15 +96,17 @@ int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, ui
  * the directory, finishes them and clears away offers never committed.
  * coord_output_offer checks a worker's offered file for co->ids[0..n-1]
  * (0, or -1 with the sentence for the worker in why); once the commit is
- * recorded, coord_output_offered keeps the part for coord_output_publish,
- * which after each sync links every recorded part under its name (-1:
- * out of memory). coord_output_discard removes an offer that lost. */
+ * recorded, coord_output_offered keeps the part (-1: out of memory);
+ * coord_output_durable syncs the directory before the journal's sync (the
+ * offers' names), and coord_output_publish after it links every recorded
+ * part under its name. coord_output_discard removes an offer that lost. */
 int coord_output_replayed(struct coord *co, const struct journal_event *ev,
                           struct cohort_err *err);
 int coord_output_open(struct coord *co, struct cohort_err *err);
 int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len, size_t n,
                        char *why, size_t len);
 int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token);
+int coord_output_durable(struct coord *co, struct cohort_err *err);
 int coord_output_publish(struct coord *co, struct cohort_err *err);
 void coord_output_discard(struct coord *co, const uint8_t *token);
 void coord_output_close(struct coord *co);
