@@ -108,29 +108,44 @@ static void lease(struct coord *co, uint32_t rank, int64_t now)
         w->held_since = 0;
 }
 
-/* A commit or failure's answer (work_msg.h): the verdict, the sentence
- * for ids this worker does not hold (bad, or NULL), and the ids of the
- * call it no longer held, as spans. malloc'd into *out; -1 when out of
- * memory. */
-static int verdict(struct coord *co, const struct work_verdict *v, const char *bad,
-                   const uint64_t *ids, const uint8_t *codes, size_t n, uint8_t **out,
-                   uint32_t *len)
+/* A commit or failure's answer (work_msg.h) for the scheduler's result rc
+ * and v over co->ids[0..n-1] (with co->verdicts): the verdict (taken 0
+ * when an all-or-nothing commit was not taken), the sentence for ids this
+ * worker does not hold (e's, for SCHED_EINVAL), and the ids of the call it
+ * no longer held, as spans. malloc'd into *out; -1 (co->oom set) when out
+ * of memory. */
+static int verdict(struct coord *co, int rc, const struct sched_verdict *v,
+                   const struct cohort_err *e, size_t n, bool all, uint8_t **out, uint32_t *len)
 {
+    struct work_verdict wv = {all && rc != SCHED_OK ? 0 : v->taken, v->stale, v->bad,
+                              v->first_stale, v->first_bad};
+    const char *bad = rc == SCHED_EINVAL ? e->msg : NULL;
     size_t k = 0;
     for (size_t i = 0; i < n && v->stale; i++)
-        if (codes[i] == SCHED_V_STALE)
-            co->stale[k++] = ids[i];
+        if (co->verdicts[i] == SCHED_V_STALE)
+            co->stale[k++] = co->ids[i];
     size_t m = bad ? strlen(bad) : 0, spans = work_span_count(co->stale, k);
     uint8_t *b = malloc(WORK_VERDICT_LEN + 4 + m + spans * WORK_SPAN_LEN);
-    if (!b)
+    if (!b) {
+        co->oom = true;
         return -1;
-    work_verdict_put(v, b);
+    }
+    work_verdict_put(&wv, b);
     wire_put32(b + WORK_VERDICT_LEN, (uint32_t)m);
     memcpy(b + WORK_VERDICT_LEN + 4, bad ? bad : "", m);
     work_spans_put(co->stale, k, b + WORK_VERDICT_LEN + 4 + m);
     *out = b;
     *len = (uint32_t)(WORK_VERDICT_LEN + 4 + m + spans * WORK_SPAN_LEN);
     return 0;
+}
+
+/* A commit's answer held until the round's journal sync (one request at
+ * a time: none is held before). */
+static void hold(struct coord *co, uint32_t rank, uint8_t *answer, uint32_t len)
+{
+    free(co->w[rank].due);
+    co->w[rank].due = answer;
+    co->w[rank].due_len = len;
 }
 
 /* COMMIT and FAIL: the ids are checked here and by the scheduler; a
@@ -158,23 +173,15 @@ static void settle(struct coord *co, uint32_t rank, enum work_op op, const struc
         return;
     }
     co->changed = true;
-    struct work_verdict wv = {v.taken, v.stale, v.bad, v.first_stale, v.first_bad};
     uint8_t *answer;
     uint32_t len;
-    if (verdict(co, &wv, rc == SCHED_EINVAL ? e.msg : NULL, co->ids, co->verdicts, (size_t)n,
-                &answer, &len) < 0) {
-        co->oom = true;
+    if (verdict(co, rc, &v, &e, (size_t)n, false, &answer, &len) < 0)
         return;
-    }
-    struct worker *w = &co->w[rank];
     if (op == WORK_COMMIT && co->journal && v.taken) {
-        if (coord_journal_add(co, (size_t)n) < 0) {
+        if (coord_journal_add(co, (size_t)n) < 0)
             free(answer);
-            return;
-        }
-        free(w->due); /* one request at a time: none is held */
-        w->due = answer; /* answered after the sync */
-        w->due_len = len;
+        else
+            hold(co, rank, answer, len); /* answered after the sync */
         return;
     }
     coord_send(co, rank, WORK_VERDICT, answer, len);
@@ -217,7 +224,7 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
         coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
         return;
     }
-    struct sched_verdict v;
+    struct sched_verdict v = {0};
     int rc = sched_commit_all(co->s, rank, now, co->ids, (size_t)n, &v, co->verdicts, &e);
     if (rc == SCHED_ENOMEM) {
         co->oom = true;
@@ -225,15 +232,10 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     }
     if (rc != SCHED_OK)
         coord_output_discard(co, f->payload);
-    struct work_verdict wv = {rc == SCHED_OK ? v.taken : 0, v.stale, v.bad, v.first_stale,
-                              v.first_bad};
     uint8_t *answer;
     uint32_t len;
-    if (verdict(co, &wv, rc == SCHED_EINVAL ? e.msg : NULL, co->ids, co->verdicts, (size_t)n,
-                &answer, &len) < 0) {
-        co->oom = true;
+    if (verdict(co, rc, &v, &e, (size_t)n, true, &answer, &len) < 0)
         return;
-    }
     if (rc != SCHED_OK) {
         coord_send(co, rank, WORK_VERDICT, answer, len);
         free(answer);
@@ -247,9 +249,7 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
         free(answer);
         return;
     }
-    free(co->w[rank].due);
-    co->w[rank].due = answer; /* answered after the sync and the link */
-    co->w[rank].due_len = len;
+    hold(co, rank, answer, len); /* answered after the sync and the link */
 }
 
 static void totals(struct coord *co, uint32_t rank, enum work_op op)

@@ -305,11 +305,14 @@ int sched_commit(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, 
 int sched_commit_all(struct sched *s, unsigned w, int64_t now, const uint64_t *ids, size_t n,
                      struct sched_verdict *v, unsigned char *verdicts, struct cohort_err *err)
 {
-    for (size_t i = 1; i < n; i++)
-        if (ids[i] <= ids[i - 1])
-            return cohort_fail(err, "ids of an all-or-nothing commit must be ascending, with "
-                               "none twice (id %" PRIu64 " after %" PRIu64 ")",
-                               ids[i], ids[i - 1]);
+    for (size_t i = 1; i < n; i++) {
+        if (ids[i] > ids[i - 1])
+            continue;
+        if (v)
+            *v = (struct sched_verdict){0};
+        return cohort_fail(err, "ids of an all-or-nothing commit must be ascending, with "
+                           "none twice (id %" PRIu64 " after %" PRIu64 ")", ids[i], ids[i - 1]);
+    }
     int rc = give(s, w, now, ids, n, v, verdicts, err, GIVE_PROBE);
     if (rc != SCHED_OK)
         return rc;
