@@ -8,7 +8,10 @@
 # a commit, at a random moment inside it and as it returns (rank 0 too),
 # over many rounds; a SIGSTOPped worker whose late commit loses; the
 # coordinator SIGKILLed and the step rerun over the journal; offers left by
-# the dead removed by the next step; bad input, one line on every rank.
+# the dead removed by the next step; cohort-work status --watch; bad input
+# (no journal, a directory others can write, a symbolic link, one another
+# coordinator holds, a part no journal published, a rerun without output),
+# one line on every rank.
 # OUTPUT_KILL_ROUNDS (default 30) and OUTPUT_COORD_ROUNDS (default 15) set
 # the rounds. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
@@ -157,5 +160,40 @@ mkdir "$tmp/results" && : >"$tmp/results/part-000000000007"
 run 4 1 COHORT_TEST_ITEMS=100
 [ "$(grep -c "FAIL: .*holds part-000000000007, which the journal of queue 'q' never published" "$tmp/out")" = 4 ]
 ok $? "an output directory holding a part its journal never published: refused on all 4 ranks ($(summary))"
+
+fresh
+mkdir "$tmp/real" && ln -s "$tmp/real" "$tmp/results"
+run 4 1 COHORT_TEST_ITEMS=100
+[ "$(grep -c "FAIL: .*output directory $tmp/results: cannot be opened (a directory, not a symbolic link)" "$tmp/out")" = 4 ]
+ok $? "an output directory given as a symbolic link: refused on all 4 ranks ($(summary))"
+rm -f "$tmp/results"
+
+# the directory's lock held by another process (as another queue's
+# coordinator would): refused, naming its pid
+fresh
+mkdir "$tmp/results" && mkfifo "$tmp/hold"
+python3 -c '
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print("locked", flush=True)
+sys.stdin.read()' "$tmp/results/.lock" <"$tmp/hold" >"$tmp/locked" &
+holder=$!
+exec 3>"$tmp/hold"
+until grep -q locked "$tmp/locked" 2>/dev/null || ! kill -0 $holder 2>/dev/null; do sleep 0.1; done
+run 4 1 COHORT_TEST_ITEMS=100
+exec 3>&-
+wait $holder
+[ "$(grep -c "FAIL: .*output directory $tmp/results: in use by another queue's coordinator (pid $holder)" "$tmp/out")" = 4 ]
+ok $? "an output directory another coordinator holds: refused on all 4 ranks naming its pid ($(summary))"
+
+# a rerun without output over a journal that published results
+fresh
+run 4 1 COHORT_TEST_ITEMS=100
+rm -rf "$tmp/o" && mkdir "$tmp/o"
+env COHORT_TEST_OUT="$tmp/o" COHORT_TEST_JOURNAL="$tmp/journal" COHORT_TEST_ITEMS=100 \
+    "$spawn" 4 1 -- "$check" >"$tmp/out" 2>&1
+[ "$(grep -c "FAIL: .*records results published in an output directory: open queue 'q' with that directory" "$tmp/out")" = 4 ]
+ok $? "a rerun without output over a journal that published results: refused on all 4 ranks ($(summary))"
 
 tap_done

@@ -8,6 +8,7 @@ import hashlib
 import os
 import pickle
 import re
+import stat
 import struct
 from typing import Any, Iterator, List, Tuple, Union
 
@@ -22,18 +23,32 @@ def _bad(path: str, why: str) -> errors.Error:
     return errors.Error("cohort: read_output: %s: %s" % (path, why), errors.ERR_CONFIG)
 
 
+SPANS_MAX = 65536
+
+
+def _open(path: str) -> int:
+    """A part's descriptor: a regular file, not through a link, never
+    blocking on a FIFO planted under a part's name."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _bad(path, "not a regular file")
+    return fd
+
+
 def _head(path: str) -> Tuple[List[Tuple[int, int]], int, int, int]:
     """A part's (spans, kind, data offset, data length), checked."""
-    with open(path, "rb") as f:
-        fixed = f.read(24)
-        if len(fixed) < 24 or fixed[:8] != MAGIC:
+    with os.fdopen(_open(path), "rb") as f:
+        fixed = f.read(40)
+        if len(fixed) < 40 or fixed[:8] != MAGIC:
             raise _bad(path, "not a cohort output part")
-        kind, nspans, dlen = struct.unpack(">IIQ", fixed[8:])
+        kind, nspans, dlen = struct.unpack(">IIQ", fixed[8:24])
+        if not 1 <= nspans <= SPANS_MAX:
+            raise _bad(path, "a head with %d runs of ids" % nspans)
         body = f.read(16 * nspans + 8)
         size = os.fstat(f.fileno()).st_size
     head = fixed + body[:16 * nspans]
-    if nspans == 0 or len(body) != 16 * nspans + 8 or \
-            hashlib.sha256(head).digest()[:8] != body[16 * nspans:]:
+    if len(body) != 16 * nspans + 8 or hashlib.sha256(head).digest()[:8] != body[16 * nspans:]:
         raise _bad(path, "a head cut short or with a wrong checksum")
     spans = [struct.unpack(">QQ", body[16 * i:16 * i + 16]) for i in range(nspans)]
     if any(lo >= hi for lo, hi in spans) or \
@@ -67,7 +82,7 @@ def read_output(directory: Union[str, "os.PathLike[str]"],
         if b[0] < a[1]:
             raise _bad(d, "id %d is in %s and in %s" % (b[0], a[2], b[2]))
     for _, path, spans, kind, at, dlen in parts:
-        with open(path, "rb") as f:
+        with os.fdopen(_open(path), "rb") as f:
             f.seek(at)
             data = f.read(dlen)
         if len(data) != dlen:

@@ -140,6 +140,7 @@ class Work(_lib.Scoped):
         self._ids = (ctypes.c_uint64 * self.cap)()
         self._batch: Optional[List[int]] = None
         self._saved: Optional[Tuple[bytes, int]] = None
+        self._rest = False  # _batch is the rest of a batch whose commit with results lost ids
         self.output = output
         self._progress = Progress(name, self.n, lambda: self.status().committed) \
             if progress and cohort.rank == 0 else None
@@ -172,6 +173,7 @@ class Work(_lib.Scoped):
     def _settle(self, fail: bool) -> List[int]:
         batch, self._batch = self._batch, None
         saved, self._saved = self._saved, None
+        self._rest = False
         if batch is None:
             return []
         lc = _lib.lib()
@@ -191,6 +193,7 @@ class Work(_lib.Scoped):
             if saved is not None and not fail:  # nothing committed: the rest is still ours
                 gone = set(self.stale)
                 self._batch = [i for i in batch if i not in gone] or None
+                self._rest = self._batch is not None
                 return self.stale
         if not fail:
             self.committed += len(batch) - len(self.stale)
@@ -219,8 +222,9 @@ class Work(_lib.Scoped):
         """Commits the current batch now (instead of at the next iteration),
         with ``output`` as its results when given (as ``save``), and returns
         the ids of it this worker no longer held (also in ``stale``). With
-        results, nothing was committed then and ``batch`` holds the rest of
-        the batch, still this worker's: process and commit it again."""
+        results, nothing was committed then: ``batch`` holds the rest of the
+        batch, still this worker's, and the loop's next iteration gives it
+        again (process it and save its results anew)."""
         if output is not _NOTHING:
             self.save(output)
         return self._settle(False)
@@ -281,10 +285,12 @@ class Work(_lib.Scoped):
     def _batches(self) -> Generator[List[int], None, None]:
         try:
             while True:
-                self._settle(False)
+                if not self._rest:  # the rest of a batch is the loop's next, not committed
+                    self._settle(False)
                 if self._progress:
                     self._progress.update()
                 if self._batch and not self.drained:  # a commit with results lost ids
+                    self._rest = False
                     yield self._batch
                     continue
                 batch = self._lease()  # none once drained

@@ -30,7 +30,7 @@ int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_
         return -1;
     co->start_ms = net_now_ms();
     co->join_by = co->start_ms + (int64_t)cfg->join_timeout_s * 1000;
-    co->out_fd = -1;
+    co->out_fd = co->lock_fd = -1;
     if (gethostname(co->host, sizeof co->host - 1) < 0)
         strcpy(co->host, "?");
     if (coord_journal_open(co, err) < 0)

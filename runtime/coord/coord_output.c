@@ -38,34 +38,44 @@ static int out_fail(struct coord *co, struct cohort_err *err, const char *what, 
                             co->cfg->output, what, e ? ": " : "", e ? strerror(e) : "");
 }
 
-/* Opens the directory (made when missing): this user's, not writable by
- * group or others, since whoever can write it can plant or remove parts. */
+/* Opens the directory (made 0700 when missing; not through a symbolic
+ * link): this user's, not writable by group or others, since whoever can
+ * write it can plant or remove parts; then takes its lock, so that one
+ * coordinator at a time publishes there. */
 static int open_dir(struct coord *co, struct cohort_err *err)
 {
     struct stat st;
-    if (mkdir(co->cfg->output, 0755) == 0) {
-        int fd = open(co->cfg->output, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd >= 0 && fstat(fd, &st) == 0)
-            (void)fchmod(fd, st.st_mode & 0755); /* whatever the umask let through */
-        if (fd >= 0)
-            close(fd);
-    } else if (errno != EEXIST) {
+    if (mkdir(co->cfg->output, 0700) < 0 && errno != EEXIST)
         return out_fail(co, err, "cannot be made (its parent must exist)", errno);
-    }
-    co->out_fd = open(co->cfg->output, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    co->out_fd = open(co->cfg->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (co->out_fd < 0)
-        return out_fail(co, err, "cannot be opened", errno);
+        return out_fail(co, err, "cannot be opened (a directory, not a symbolic link)", errno);
     if (fstat(co->out_fd, &st) < 0)
         return out_fail(co, err, "cannot be read", errno);
     if (st.st_uid != geteuid() || (st.st_mode & 022))
         return out_fail(co, err, "belongs to another user or is writable by its group or "
                         "others: give the queue a directory of your own (chmod go-w)", 0);
+    co->lock_fd = openat(co->out_fd, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (co->lock_fd < 0 || fcntl(co->lock_fd, F_SETLK, &fl) < 0) {
+        int e = errno;
+        if (co->lock_fd >= 0 && fcntl(co->lock_fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK) {
+            char what[200];
+            snprintf(what, sizeof what, "in use by another queue's coordinator (pid %ld): give "
+                     "each queue a directory of its own", (long)fl.l_pid);
+            return out_fail(co, err, what, 0);
+        }
+        return out_fail(co, err, "cannot be locked", e);
+    }
     return 0;
 }
 
 int coord_output_replayed(struct coord *co, const struct journal_event *ev,
                           struct cohort_err *err)
 {
+    if (ev->part > OUTPUT_PART_MAX)
+        return cohort_fail(err, "the journal publishes part %llu, beyond %llu",
+                           (unsigned long long)ev->part, (unsigned long long)OUTPUT_PART_MAX);
     if (coord_output_offered(co, ev->part, ev->token) < 0)
         return cohort_fail(err, "out of memory");
     if (ev->part >= co->next_part)
@@ -73,18 +83,13 @@ int coord_output_replayed(struct coord *co, const struct journal_event *ev,
     return 0;
 }
 
-/* Links part p's offered file to its name and unlinks the offered one.
- * At start (again) a part already linked is no fault. */
-static int publish(struct coord *co, const struct coord_pending *p, bool again,
-                   struct cohort_err *err)
+/* Links part p's offered file to its name and unlinks the offered one. */
+static int publish(struct coord *co, const struct coord_pending *p, struct cohort_err *err)
 {
     char tmp[OUTPUT_NAME_MAX], part[OUTPUT_NAME_MAX], what[320];
-    struct stat st;
     output_tmp_name(p->token, tmp);
     output_part_name(p->part, part);
-    if (linkat(co->out_fd, tmp, co->out_fd, part, 0) == 0 ||
-        (again && (errno == EEXIST || errno == ENOENT) &&
-         fstatat(co->out_fd, part, &st, AT_SYMLINK_NOFOLLOW) == 0)) {
+    if (linkat(co->out_fd, tmp, co->out_fd, part, 0) == 0) {
         if (unlinkat(co->out_fd, tmp, 0) < 0 && errno != ENOENT)
             return out_fail(co, err, "cannot remove an offered part", errno);
         return 0;
@@ -95,10 +100,40 @@ static int publish(struct coord *co, const struct coord_pending *p, bool again,
     return out_fail(co, err, what, e);
 }
 
-/* At start: '.tmp-' files no publication names are offers that were never
- * committed (their writer died, or its commit was not synced): removed.
- * A part numbered beyond the journal's is another queue's or an old one's. */
-static int clear(struct coord *co, struct cohort_err *err)
+/* What the directory holds, listed once at start: offers' tokens and
+ * parts' numbers, sorted. */
+struct listing {
+    uint8_t (*tok)[OUTPUT_TOKEN_LEN];
+    bool *used;
+    uint64_t *part;
+    size_t n_tok, n_part, cap_tok, cap_part;
+};
+
+static int cmp_tok(const void *a, const void *b)
+{
+    return memcmp(a, b, OUTPUT_TOKEN_LEN);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? 2 * *cap : 256;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
 {
     int fd = dup(co->out_fd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -108,40 +143,110 @@ static int clear(struct coord *co, struct cohort_err *err)
         return out_fail(co, err, "cannot be listed", errno);
     }
     struct dirent *de;
+    uint8_t t[OUTPUT_TOKEN_LEN];
     uint64_t n;
     int rc = 0;
     while (rc == 0 && (de = readdir(d))) {
-        if (!strncmp(de->d_name, OUTPUT_TMP_PREFIX, strlen(OUTPUT_TMP_PREFIX))) {
-            if (unlinkat(co->out_fd, de->d_name, 0) < 0 && errno != ENOENT)
-                rc = out_fail(co, err, "cannot remove an offer never committed", errno);
-        } else if (output_part_number(de->d_name, &n) == 0 && n >= co->next_part) {
-            char what[512];
-            snprintf(what, sizeof what, "holds %s, which the journal of queue '%s' never "
-                     "published: give the queue an empty directory of its own",
-                     de->d_name, co->cfg->name);
-            rc = out_fail(co, err, what, 0);
+        if (output_tmp_token(de->d_name, t) == 0) {
+            rc = grow((void **)&l->tok, &l->cap_tok, l->n_tok, sizeof *l->tok);
+            if (rc == 0)
+                memcpy(l->tok[l->n_tok++], t, OUTPUT_TOKEN_LEN);
+        } else if (output_part_number(de->d_name, &n) == 0) {
+            rc = grow((void **)&l->part, &l->cap_part, l->n_part, sizeof *l->part);
+            if (rc == 0)
+                l->part[l->n_part++] = n;
         }
     }
     closedir(d);
-    return rc;
+    if (rc < 0 || !(l->used = calloc(l->n_tok + 1, sizeof *l->used)))
+        return cohort_fail(err, "out of memory listing output directory %s", co->cfg->output);
+    qsort(l->tok, l->n_tok, sizeof *l->tok, cmp_tok);
+    qsort(l->part, l->n_part, sizeof *l->part, cmp_u64);
+    return 0;
+}
+
+/* Whether two names of the directory are one file. */
+static bool same_file(struct coord *co, const char *a, const char *b)
+{
+    struct stat x, y;
+    return fstatat(co->out_fd, a, &x, AT_SYMLINK_NOFOLLOW) == 0 &&
+           fstatat(co->out_fd, b, &y, AT_SYMLINK_NOFOLLOW) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
+
+/* A recorded publication at start: offered and not linked (a crash after
+ * the sync): linked now; offered and linked (a crash between the two):
+ * the offer's name removed, once it is the part's file; linked alone:
+ * done; neither: lost by someone, refused. */
+static int finish(struct coord *co, struct listing *l, const struct coord_pending *p,
+                  struct cohort_err *err)
+{
+    char tmp[OUTPUT_NAME_MAX], part[OUTPUT_NAME_MAX], what[400];
+    const uint8_t(*t)[OUTPUT_TOKEN_LEN] = bsearch(p->token, l->tok, l->n_tok, sizeof *l->tok,
+                                                  cmp_tok);
+    bool linked = bsearch(&p->part, l->part, l->n_part, sizeof *l->part, cmp_u64) != NULL;
+    output_tmp_name(p->token, tmp);
+    output_part_name(p->part, part);
+    if (t)
+        l->used[t - l->tok] = true;
+    if (t && !linked)
+        return publish(co, p, err);
+    if (t && same_file(co, tmp, part))
+        return unlinkat(co->out_fd, tmp, 0) < 0 ? out_fail(co, err, "cannot remove an offer",
+                                                           errno) : 0;
+    if (linked && !t)
+        return 0;
+    snprintf(what, sizeof what, "%s, which the journal of queue '%s' records as published "
+             "from %s, %s: move the directory and the journal away to start the queue afresh",
+             part, co->cfg->name, tmp, t ? "is another file" : "is missing, and so is the offer");
+    return out_fail(co, err, what, 0);
+}
+
+/* At start, after the recorded publications: offers no record names were
+ * never committed (their writer died, or the commit was not synced):
+ * removed; a part numbered beyond the journal's is another queue's or an
+ * old run's: refused. */
+static int clear(struct coord *co, const struct listing *l, struct cohort_err *err)
+{
+    char name[OUTPUT_NAME_MAX];
+    for (size_t i = 0; i < l->n_tok; i++) {
+        output_tmp_name(l->tok[i], name);
+        if (!l->used[i] && unlinkat(co->out_fd, name, 0) < 0 && errno != ENOENT)
+            return out_fail(co, err, "cannot remove an offer never committed", errno);
+    }
+    if (l->n_part && l->part[l->n_part - 1] >= co->next_part) {
+        char what[400];
+        output_part_name(l->part[l->n_part - 1], name);
+        snprintf(what, sizeof what, "holds %s, which the journal of queue '%s' never "
+                 "published: give the queue an empty directory of its own", name, co->cfg->name);
+        return out_fail(co, err, what, 0);
+    }
+    return 0;
 }
 
 int coord_output_open(struct coord *co, struct cohort_err *err)
 {
-    co->out_fd = -1;
+    co->out_fd = co->lock_fd = -1;
+    if (!co->cfg->output[0] && co->n_pend)
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "journal %s records results published in an output directory: "
+                                "open queue '%s' with that directory as its output",
+                                co->cfg->journal, co->cfg->name);
     if (!co->cfg->output[0])
         return 0;
-    if (open_dir(co, err) < 0)
-        return -1;
-    for (size_t i = 0; i < co->n_pend; i++)
-        if (publish(co, &co->pend[i], true, err) < 0)
-            return -1;
+    struct listing l = {0};
+    int rc = open_dir(co, err) < 0 || list_dir(co, &l, err) < 0 ? -1 : 0;
+    for (size_t i = 0; rc == 0 && i < co->n_pend; i++)
+        rc = finish(co, &l, &co->pend[i], err);
+    if (rc == 0)
+        rc = clear(co, &l, err);
+    free(l.tok);
+    free(l.used);
+    free(l.part);
     co->n_pend = 0;
-    if (clear(co, err) < 0)
-        return -1;
-    if (fsync(co->out_fd) < 0)
-        return out_fail(co, err, "cannot be synced", errno);
-    return 0;
+    if (rc == 0 && fsync(co->out_fd) < 0)
+        rc = out_fail(co, err, "cannot be synced", errno);
+    return rc;
 }
 
 /* The offered file of token: this user's regular file of size bytes. */
@@ -217,7 +322,7 @@ int coord_output_durable(struct coord *co, struct cohort_err *err)
 int coord_output_publish(struct coord *co, struct cohort_err *err)
 {
     for (size_t i = 0; i < co->n_pend; i++)
-        if (publish(co, &co->pend[i], false, err) < 0)
+        if (publish(co, &co->pend[i], err) < 0)
             return -1;
     co->published += co->n_pend;
     if (co->n_pend && fsync(co->out_fd) < 0)
@@ -228,9 +333,11 @@ int coord_output_publish(struct coord *co, struct cohort_err *err)
 
 void coord_output_close(struct coord *co)
 {
+    if (co->lock_fd >= 0)
+        close(co->lock_fd);
     if (co->out_fd >= 0)
         close(co->out_fd);
-    co->out_fd = -1;
+    co->out_fd = co->lock_fd = -1;
     free(co->pend);
     co->pend = NULL;
 }

@@ -50,6 +50,7 @@ struct coord {
     struct journal_progress said; /* the totals last recorded */
     int64_t next_record;    /* when they are recorded next (if changed) */
     int out_fd;             /* the output directory; -1: none */
+    int lock_fd;            /* its .lock, locked while this coordinator runs; -1 */
     uint64_t next_part;     /* the number the next published part gets */
     struct coord_pending *pend; /* recorded, to be linked after the sync */
     size_t n_pend, cap_pend;

@@ -135,6 +135,8 @@ long cohort_work_lease(struct cohort_work *w, uint64_t *ids, size_t cap)
             return -1;
         switch (f.flags) {
         case WORK_WAIT:
+            if (w->draining)
+                return 0; /* drained while waiting for items */
             continue; /* consumed: nothing yet, ask again */
         case WORK_GRANT:
             return granted(w, &f, ids, cap);

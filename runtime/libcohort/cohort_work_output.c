@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cohort_internal.h"
@@ -70,22 +71,48 @@ static int write_fail(struct cohort_work *w, const char *func, const char *what,
                                 w->name, what, w->output, strerror(e));
 }
 
-/* The offered part: head and data written to a new file of a fresh token
- * and synced. 0, or -1 with the error (and no file left). */
-static int offer_file(struct cohort_work *w, const char *func, const uint8_t *head,
-                      size_t head_len, const void *data, size_t len, uint8_t *token)
+/* The output directory, opened at the first commit with results as the
+ * coordinator opened it: not through a symbolic link, this user's, not
+ * writable by group or others. 0, or -1 with the error. */
+static int open_dir(struct cohort_work *w, const char *func)
 {
-    char name[OUTPUT_NAME_MAX];
-    if (w->out_fd < 0 && (w->out_fd = open(w->output, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-        return write_fail(w, func, "open the directory for", errno);
+    struct stat st;
+    if (w->out_fd >= 0)
+        return 0;
+    w->out_fd = open(w->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (w->out_fd < 0)
+        return write_fail(w, func, "open the directory (not a symbolic link) for", errno);
+    if (fstat(w->out_fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022))
+        return 0;
+    close(w->out_fd);
+    w->out_fd = -1;
+    return cohort_internal_fail(w->c, COHORT_ERR_CONFIG,
+                                "cohort: %s: queue '%s': output directory %s belongs to another "
+                                "user or is writable by its group or others (here: not on a "
+                                "filesystem every node sees?)",
+                                func, w->name, w->output);
+}
+
+/* A fresh random token. 0, or -1 with the error. */
+static int draw(struct cohort_work *w, const char *func, uint8_t *token)
+{
     for (size_t got = 0; got < OUTPUT_TOKEN_LEN;) {
         ssize_t k = getrandom(token + got, OUTPUT_TOKEN_LEN - got, 0);
         if (k < 0 && errno != EINTR)
             return write_fail(w, func, "draw a random name for", errno);
         got += k > 0 ? (size_t)k : 0;
     }
+    return 0;
+}
+
+/* The offered part of token: head and data written to a new file of the
+ * user's alone and synced. 0, or -1 with the error (and no file left). */
+static int offer_file(struct cohort_work *w, const char *func, const uint8_t *head,
+                      size_t head_len, const void *data, size_t len, const uint8_t *token)
+{
+    char name[OUTPUT_NAME_MAX];
     output_tmp_name(token, name);
-    int fd = openat(w->out_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    int fd = openat(w->out_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return write_fail(w, func, "create a file for", errno);
     int e = write_all(fd, head, head_len) < 0 || write_all(fd, data, len) < 0 ||
@@ -129,13 +156,13 @@ static int commit_output(struct cohort_work *w, const char *func, const uint64_t
         return work_call(w, func, WORK_COMMIT_OUTPUT, NULL, 0, NULL); /* says why */
     size_t spans = 0, head_len;
     uint8_t token[OUTPUT_TOKEN_LEN], *head;
-    if (sorted(w, func, ids, n, &spans) < 0)
+    if (sorted(w, func, ids, n, &spans) < 0 || open_dir(w, func) < 0 || draw(w, func, token) < 0)
         return -1;
     head_len = output_head_len((uint32_t)spans);
     if (!(head = malloc(head_len)))
         return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory",
                                     func);
-    output_head_put(head, kind, w->ids, n, (uint32_t)spans, (uint64_t)len);
+    output_head_put(head, kind, token, w->ids, n, (uint32_t)spans, (uint64_t)len);
     int rc = offer_file(w, func, head, head_len, data, len, token);
     free(head);
     if (rc < 0)

@@ -22,6 +22,7 @@
 struct part {
     uint64_t number, data_len, n_ids, size;
     uint32_t kind, n_spans;
+    uint8_t token[OUTPUT_TOKEN_LEN]; /* of its offer */
     uint64_t *spans;  /* n_spans (lo, hi) pairs */
     int in_journal;
 };
@@ -59,7 +60,7 @@ static uint64_t get64(const uint8_t *p)
 /* Reads the head of the part named name into *pt: 0, or -1 (a problem said). */
 static int read_part(struct listing *l, int dfd, const char *name, struct part *pt)
 {
-    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         problem(l, "%s: not a readable file (%s)", name, fd < 0 ? strerror(errno) : "type");
@@ -101,6 +102,7 @@ static int read_part(struct listing *l, int dfd, const char *name, struct part *
     for (uint32_t i = 0; i < 2 * h.n_spans; i++)
         pt->spans[i] = get64(h.spans + 8 * i);
     pt->kind = h.kind, pt->n_spans = h.n_spans, pt->data_len = h.data_len;
+    memcpy(pt->token, h.token, OUTPUT_TOKEN_LEN);
     pt->n_ids = h.n_ids, pt->size = (uint64_t)st.st_size;
     free(buf);
     return 0;
@@ -194,12 +196,13 @@ static int published(void *ctx, const struct journal_event *ev, struct cohort_er
         return 0;
     }
     int same = pt->n_spans == ev->n_spans && pt->data_len == ev->data_len &&
-               pt->kind == ev->data_kind && !pt->in_journal;
+               pt->kind == ev->data_kind && !pt->in_journal &&
+               !memcmp(pt->token, ev->token, OUTPUT_TOKEN_LEN);
     for (uint32_t i = 0; same && i < 2 * ev->n_spans; i++)
         same = pt->spans[i] == get64(ev->spans + 8 * i);
     if (!same)
-        problem(l, "part %" PRIu64 " is not what the journal records (its ids, kind or "
-                "length)", ev->part);
+        problem(l, "part %" PRIu64 " is not what the journal records (its offer, ids, kind "
+                "or length)", ev->part);
     pt->in_journal = 1;
     return 0;
 }

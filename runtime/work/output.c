@@ -42,13 +42,14 @@ size_t output_head_len(uint32_t n_spans)
     return OUTPUT_FIXED + (size_t)n_spans * 16 + OUTPUT_CHECK;
 }
 
-void output_head_put(uint8_t *h, uint32_t kind, const uint64_t *ids, size_t n,
-                     uint32_t n_spans, uint64_t data_len)
+void output_head_put(uint8_t *h, uint32_t kind, const uint8_t token[OUTPUT_TOKEN_LEN],
+                     const uint64_t *ids, size_t n, uint32_t n_spans, uint64_t data_len)
 {
     memcpy(h, OUTPUT_MAGIC, 8);
     put32(h + 8, kind);
     put32(h + 12, n_spans);
     put64(h + 16, data_len);
+    memcpy(h + 24, token, OUTPUT_TOKEN_LEN);
     uint8_t *s = h + OUTPUT_FIXED;
     for (size_t i = 0, k; i < n; i = k, s += 16) {
         for (k = i + 1; k < n && ids[k] == ids[k - 1] + 1; k++)
@@ -77,6 +78,7 @@ int output_head_get(const uint8_t *p, size_t len, uint64_t n_items, struct outpu
     check(p, h->head_len - OUTPUT_CHECK, c);
     if (memcmp(c, p + h->head_len - OUTPUT_CHECK, OUTPUT_CHECK) != 0)
         return cohort_fail(err, "a head whose checksum is wrong");
+    h->token = p + 24;
     h->spans = p + OUTPUT_FIXED;
     h->n_ids = 0;
     for (uint32_t i = 0; i < h->n_spans; i++) {
@@ -118,5 +120,20 @@ int output_part_number(const char *name, uint64_t *part)
         v = v * 10 + (uint64_t)(name[i] - '0');
     }
     *part = v;
+    return 0;
+}
+
+int output_tmp_token(const char *name, uint8_t token[OUTPUT_TOKEN_LEN])
+{
+    size_t pl = strlen(OUTPUT_TMP_PREFIX);
+    if (strncmp(name, OUTPUT_TMP_PREFIX, pl) != 0 || strlen(name) != pl + 2 * OUTPUT_TOKEN_LEN)
+        return -1;
+    for (int i = 0; i < 2 * OUTPUT_TOKEN_LEN; i++) {
+        char c = name[pl + i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0)
+            return -1;
+        token[i / 2] = (uint8_t)(i % 2 ? token[i / 2] | v : v << 4);
+    }
     return 0;
 }

@@ -9,14 +9,18 @@
  *                       decimal digits, from 0, in the order of publication)
  *   .tmp-HHHH...        a part being written or offered (32 hex digits: a
  *                       random token of the worker's); never read as a part
+ *
+ *   .lock               held (a POSIX lock) by the coordinator that serves the
+ *                       directory's queue: one at a time
  * Nothing else is cohort's.
  *
  * A part file (every integer big-endian):
  *   "COHORTO1", kind (u32: 0 bytes, 1 a Python pickle, others the program's),
- *   spans (u32, 1..OUTPUT_SPANS_MAX), data length (u64), the spans (each lo
- *   u64, hi u64: ids lo..hi-1, ascending, disjoint, not touching), the check
- *   (the first 8 bytes of the SHA-256, Nettle's, of everything before it),
- *   then the data: the file is exactly that long. */
+ *   spans (u32, 1..OUTPUT_SPANS_MAX), data length (u64), the token of its
+ *   offer (16 bytes, as the journal records it), the spans (each lo u64, hi
+ *   u64: ids lo..hi-1, ascending, disjoint, not touching), the check (the
+ *   first 8 bytes of the SHA-256, Nettle's, of everything before it), then
+ *   the data: the file is exactly that long. */
 #ifndef COHORT_OUTPUT_H
 #define COHORT_OUTPUT_H
 
@@ -26,7 +30,7 @@
 #include "error.h"
 
 #define OUTPUT_MAGIC "COHORTO1"
-#define OUTPUT_FIXED 24            /* magic 8, kind 4, spans 4, data length 8 */
+#define OUTPUT_FIXED 40            /* magic 8, kind 4, spans 4, data length 8, token 16 */
 #define OUTPUT_CHECK 8
 #define OUTPUT_SPANS_MAX 65536u    /* runs of ids in one part */
 #define OUTPUT_TOKEN_LEN 16        /* bytes; 32 hex digits in a name */
@@ -38,17 +42,18 @@
 /* Bytes of a part's head (all but its data) with n spans. */
 size_t output_head_len(uint32_t n_spans);
 
-/* Writes the head of a part of kind holding ids (ascending, no id twice,
- * forming n_spans runs: work_span_count) and data_len bytes of data into
- * h (output_head_len(n_spans) bytes). */
-void output_head_put(uint8_t *h, uint32_t kind, const uint64_t *ids, size_t n,
-                     uint32_t n_spans, uint64_t data_len);
+/* Writes the head of a part of kind, offered as token, holding ids
+ * (ascending, no id twice, forming n_spans runs: work_span_count) and
+ * data_len bytes of data into h (output_head_len(n_spans) bytes). */
+void output_head_put(uint8_t *h, uint32_t kind, const uint8_t token[OUTPUT_TOKEN_LEN],
+                     const uint64_t *ids, size_t n, uint32_t n_spans, uint64_t data_len);
 
 /* What a part's head says. */
 struct output_head {
     uint32_t kind, n_spans;
     uint64_t data_len;
     uint64_t n_ids;
+    const uint8_t *token; /* OUTPUT_TOKEN_LEN bytes, in the caller's buffer */
     const uint8_t *spans; /* n_spans pairs (lo, hi), big-endian, in the caller's buffer */
     size_t head_len;
 };
@@ -65,5 +70,7 @@ void output_tmp_name(const uint8_t token[OUTPUT_TOKEN_LEN], char out[OUTPUT_NAME
 void output_part_name(uint64_t part, char out[OUTPUT_NAME_MAX]);
 /* A directory entry's part number: 0 with *part for a part's name, else -1. */
 int output_part_number(const char *name, uint64_t *part);
+/* An offer's token: 0 with token for an offer's name, else -1. */
+int output_tmp_token(const char *name, uint8_t token[OUTPUT_TOKEN_LEN]);
 
 #endif

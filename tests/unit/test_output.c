@@ -18,10 +18,11 @@ static void test_head(void)
     struct output_head got;
     struct cohort_err err;
     size_t len = output_head_len(3);
-    output_head_put(h, 7, ids, 6, 3, 1000);
+    const uint8_t tok[OUTPUT_TOKEN_LEN] = {9, 8, 7};
+    output_head_put(h, 7, tok, ids, 6, 3, 1000);
     int rc = output_head_get(h, len, 22, &got, &err);
     ok(rc == 0 && got.kind == 7 && got.n_spans == 3 && got.n_ids == 6 && got.data_len == 1000 &&
-           got.head_len == len && len == 24 + 48 + 8,
+           got.head_len == len && len == 40 + 48 + 8 && !memcmp(got.token, tok, sizeof tok),
        "a part's head reads back: kind, 3 runs, 6 ids, data length (%d)", rc);
     ok(output_head_get(h, OUTPUT_FIXED, 22, &got, &err) == 1 && got.head_len == len,
        "a head read in part asks for its whole length");
@@ -45,7 +46,12 @@ static void test_head(void)
            output_part_number("part-0000000000042", &part) < 0,
        "other names are not parts");
     output_tmp_name(token, name);
-    ok(strcmp(name, ".tmp-ab010000000000000000000000000000") == 0, "an offer's name (%s)", name);
+    uint8_t back[OUTPUT_TOKEN_LEN];
+    ok(strcmp(name, ".tmp-ab010000000000000000000000000000") == 0 &&
+           output_tmp_token(name, back) == 0 && !memcmp(back, token, sizeof back) &&
+           output_tmp_token(".tmp-ab01", back) < 0 &&
+           output_tmp_token(".tmp-AB010000000000000000000000000000", back) < 0,
+       "an offer's name and its token back (%s); other names are not offers", name);
 }
 
 struct pubs {

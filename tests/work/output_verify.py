@@ -29,8 +29,8 @@ def main():
     for name, b in parts(d):
         if b[:8] != b"COHORTO1":
             return "%s: not a part" % name
-        kind, nspans, dlen = struct.unpack(">IIQ", b[8:24])
-        head = 24 + 16 * nspans
+        kind, nspans, dlen = struct.unpack(">IIQ", b[8:24])  # then the offer's token
+        head = 40 + 16 * nspans
         if hashlib.sha256(b[:head]).digest()[:8] != b[head:head + 8]:
             return "%s: bad head check" % name
         data = b[head + 8:]
@@ -38,7 +38,7 @@ def main():
             return "%s: %d bytes of data, head says %d (kind %d)" % (name, len(data), dlen, kind)
         want = bytearray()
         for i in range(nspans):
-            lo, hi = struct.unpack(">QQ", b[24 + 16 * i:40 + 16 * i])
+            lo, hi = struct.unpack(">QQ", b[40 + 16 * i:56 + 16 * i])
             for x in range(lo, hi):
                 if x >= n or seen[x]:
                     return "%s: id %d beyond the queue or published twice" % (name, x)
