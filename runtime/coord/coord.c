@@ -232,6 +232,10 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     }
     if (rc != SCHED_OK)
         coord_output_discard(co, f->payload);
+    if (rc == SCHED_EINVAL && v.bad == 0) { /* refused whole (e.g. a worker lost) */
+        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+        return;
+    }
     uint8_t *answer;
     uint32_t len;
     if (verdict(co, rc, &v, &e, (size_t)n, true, &answer, &len) < 0)

@@ -33,6 +33,7 @@ struct listing {
     size_t offers;    /* .tmp- files: offers not (yet) published */
     json_t *problems; /* strings */
     uint64_t ids, bytes;
+    uint64_t journaled; /* ids the journal's publications hold */
 };
 
 static void problem(struct listing *l, const char *fmt, ...)
@@ -188,6 +189,7 @@ static int published(void *ctx, const struct journal_event *ev, struct cohort_er
 {
     struct listing *l = ctx;
     (void)err;
+    l->journaled += ev->n_ids;
     struct part key = {.number = ev->part};
     struct part *pt = bsearch(&key, l->p, l->n, sizeof *l->p, by_number);
     if (!pt) {
@@ -221,7 +223,8 @@ static json_t *against_journal(struct listing *l, const char *journal)
                     "run's?)", l->p[i].number);
     json_t *j = json_pack("{s:I, s:I, s:I}", "n_items", (json_int_t)s.n_items, "committed",
                           (json_int_t)s.committed, "committed_without_results",
-                          (json_int_t)(s.committed - (s.committed >= l->ids ? l->ids : 0)));
+                          (json_int_t)(s.committed - (s.committed >= l->journaled ? l->journaled
+                                                                                  : 0)));
     journal_summary_free(&s);
     return j;
 }
