@@ -7,7 +7,8 @@
 # records (cohort-work output --journal); through workers SIGKILLed before
 # a commit, at a random moment inside it and as it returns (rank 0 too),
 # over many rounds; a SIGSTOPped worker whose late commit loses; the
-# coordinator SIGKILLed and the step rerun over the journal; offers left by
+# coordinator SIGKILLed, and the whole step SIGKILLed at once, and the step
+# rerun over the journal; offers left by
 # the dead removed by the next step; cohort-work status --watch; bad input
 # (no journal, a directory others can write, a symbolic link, one another
 # coordinator holds, a part no journal published, a rerun without output),
@@ -141,6 +142,43 @@ while [ $i -lt "$coord_rounds" ]; do
 done
 [ $bad = 0 ]
 ok $? "$coord_rounds rounds: the coordinator SIGKILLed at a random lease, the step rerun over the journal: every id's results published exactly once, no offer left (${first:-all rounds right})"
+
+# --- the whole step SIGKILLed at once, then rerun -------------------------
+# Every rank and the coordinator (rank 0's child, in a session of its own)
+# killed together once commits are flowing: whatever each was doing (an
+# offer half written, sent, recorded, linked), the rerun publishes every
+# id's results once.
+bad=0 first=""
+i=0
+while [ $i -lt 5 ]; do
+    i=$((i + 1))
+    fresh
+    rm -rf "$tmp/o" && mkdir "$tmp/o"
+    env COHORT_TEST_OUT="$tmp/o" COHORT_TEST_JOURNAL="$tmp/journal" \
+        COHORT_TEST_OUTPUT="$tmp/results" COHORT_TEST_ITEMS=4000 COHORT_TEST_CAP=8 \
+        COHORT_TEST_BYTES=2048 COHORT_TEST_US=$((200 * i)) "$spawn" 8 2 -- "$check" \
+        >"$tmp/out" 2>&1 &
+    step=$!
+    polls=0
+    until [ "$(find "$tmp/results" -name 'part-*' 2>/dev/null | wc -l)" -ge $((i * 20)) ] ||
+        ! kill -0 $step 2>/dev/null || [ $polls -ge 600 ]; do
+        polls=$((polls + 1)); sleep 0.05 # until parts are being published
+    done
+    ranks=$(pgrep -P $step)
+    coord=$(for r in $ranks; do pgrep -P "$r"; done)
+    kill -9 $coord $ranks 2>/dev/null
+    wait $step
+    before=$(find "$tmp/results" -name 'part-*' | wc -l)
+    run 8 2 COHORT_TEST_ITEMS=4000 COHORT_TEST_CAP=8 COHORT_TEST_BYTES=2048
+    why=$(published 4000 2048)
+    if [ -n "$why" ] || [ "$(grep -c ': ok ' "$tmp/out")" != 8 ] || [ "$(offers)" != 0 ] ||
+        [ -z "$coord" ]; then
+        bad=$((bad + 1))
+        [ -n "$first" ] || first="round $i (coordinator ${coord:-not found}, $before parts before the kill): rerun $(summary); ${why:-published once}; $(offers) offers left"
+    fi
+done
+[ $bad = 0 ]
+ok $? "5 rounds: every rank and the coordinator SIGKILLed together while parts are being published, then the step rerun: every id's results published exactly once, no offer left (${first:-all rounds right})"
 
 # --- bad input ----------------------------------------------------------
 rm -rf "$tmp/o" && mkdir "$tmp/o"
