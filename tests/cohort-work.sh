@@ -81,7 +81,8 @@ import json, sys
 d = json.loads(sys.argv[1])
 want = {"queue": "frames", "n_items": 1000, "committed": 600, "set_aside": 2,
         "set_aside_ids": [{"id": 510, "attempts": 3}, {"id": 520, "attempts": 4}],
-        "remaining": 398, "torn_tail_bytes": 10}
+        "remaining": 398, "torn_tail_bytes": 10, "items_per_s": None, "eta_s": None,
+        "leased": None, "workers": None, "recorded_s_ago": None}  # no progress recorded
 assert d == want, d
 ' "$out"
 ok $? "json has exactly the documented fields and values"
