@@ -160,8 +160,10 @@ static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
     closedir(d);
     if (rc < 0 || !(l->used = calloc(l->n_tok + 1, sizeof *l->used)))
         return cohort_fail(err, "out of memory listing output directory %s", co->cfg->output);
-    qsort(l->tok, l->n_tok, sizeof *l->tok, cmp_tok);
-    qsort(l->part, l->n_part, sizeof *l->part, cmp_u64);
+    if (l->n_tok) /* never a null array, even for none */
+        qsort(l->tok, l->n_tok, sizeof *l->tok, cmp_tok);
+    if (l->n_part)
+        qsort(l->part, l->n_part, sizeof *l->part, cmp_u64);
     return 0;
 }
 
@@ -182,9 +184,10 @@ static int finish(struct coord *co, struct listing *l, const struct coord_pendin
                   struct cohort_err *err)
 {
     char tmp[OUTPUT_NAME_MAX], part[OUTPUT_NAME_MAX], what[400];
-    const uint8_t(*t)[OUTPUT_TOKEN_LEN] = bsearch(p->token, l->tok, l->n_tok, sizeof *l->tok,
-                                                  cmp_tok);
-    bool linked = bsearch(&p->part, l->part, l->n_part, sizeof *l->part, cmp_u64) != NULL;
+    const uint8_t(*t)[OUTPUT_TOKEN_LEN] =
+        l->n_tok ? bsearch(p->token, l->tok, l->n_tok, sizeof *l->tok, cmp_tok) : NULL;
+    bool linked = l->n_part &&
+                  bsearch(&p->part, l->part, l->n_part, sizeof *l->part, cmp_u64) != NULL;
     output_tmp_name(p->token, tmp);
     output_part_name(p->part, part);
     if (t)

@@ -145,7 +145,8 @@ static int gather(struct listing *l, const char *dir)
             l->p[l->n++] = pt;
     }
     closedir(d);
-    qsort(l->p, l->n, sizeof *l->p, by_number);
+    if (l->n) /* never a null array, even for none */
+        qsort(l->p, l->n, sizeof *l->p, by_number);
     return 0;
 }
 
@@ -191,7 +192,7 @@ static int published(void *ctx, const struct journal_event *ev, struct cohort_er
     (void)err;
     l->journaled += ev->n_ids;
     struct part key = {.number = ev->part};
-    struct part *pt = bsearch(&key, l->p, l->n, sizeof *l->p, by_number);
+    struct part *pt = l->n ? bsearch(&key, l->p, l->n, sizeof *l->p, by_number) : NULL;
     if (!pt) {
         problem(l, "part %" PRIu64 " (%" PRIu64 " ids from %" PRIu64 ") is in the journal and "
                 "not in the directory", ev->part, ev->n_ids, ev->lo);
