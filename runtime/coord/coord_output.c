@@ -301,14 +301,8 @@ int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len
 
 int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token)
 {
-    if (co->n_pend == co->cap_pend) {
-        size_t cap = co->cap_pend ? 2 * co->cap_pend : 64;
-        struct coord_pending *p = realloc(co->pend, cap * sizeof *p);
-        if (!p)
-            return -1;
-        co->pend = p;
-        co->cap_pend = cap;
-    }
+    if (grow((void **)&co->pend, &co->cap_pend, co->n_pend, sizeof *co->pend) < 0)
+        return -1;
     struct coord_pending *p = &co->pend[co->n_pend++];
     p->part = part;
     memcpy(p->token, token, OUTPUT_TOKEN_LEN);
