@@ -37,7 +37,7 @@ static void remove_dir(struct mps_daemon *d)
         return;
     pid_t pid = fork();
     if (pid == 0) {
-        mps_child_become(&d->user, -1);
+        mps_child_become(&d->user, -1, -1);
         _exit(nftw(d->dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) != 0);
     }
     int status;
@@ -71,7 +71,7 @@ static void exec_daemon(const struct mps_daemon *d)
                    NULL};
     char *argv[] = {(char *)d->program, "-f", NULL};
     setsid();
-    mps_child_become(&d->user, -1);
+    mps_child_become(&d->user, -1, -1);
     execve(d->program, argv, env);
     _exit(127);
 }
@@ -160,7 +160,7 @@ static void send_quit(const struct mps_daemon *d)
         snprintf(pipe_var, sizeof pipe_var, "CUDA_MPS_PIPE_DIRECTORY=%s", d->pipe);
         char *env[] = {"PATH=/usr/bin:/bin", pipe_var, NULL};
         char *argv[] = {(char *)d->program, NULL};
-        mps_child_become(&d->user, fds[0]);
+        mps_child_become(&d->user, fds[0], -1);
         execve(d->program, argv, env);
         _exit(127);
     }

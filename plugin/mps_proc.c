@@ -52,7 +52,7 @@ void mps_user_free(struct mps_user *u)
     u->ngroups = 0;
 }
 
-void mps_child_become(const struct mps_user *u, int in_fd)
+void mps_child_become(const struct mps_user *u, int in_fd, int out_fd)
 {
     sigset_t none;
     sigemptyset(&none);
@@ -71,7 +71,7 @@ void mps_child_become(const struct mps_user *u, int in_fd)
         _exit(126);
     int null = open("/dev/null", O_RDWR);
     dup2(in_fd >= 0 ? in_fd : null, 0);
-    dup2(null, 1);
+    dup2(out_fd >= 0 ? out_fd : null, 1);
     dup2(null, 2);
     if (syscall(SYS_close_range, 3U, ~0U, 0U) < 0)
         for (int fd = 3; fd < 65536; fd++)

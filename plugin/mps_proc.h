@@ -28,9 +28,9 @@ void mps_user_free(struct mps_user *u);
 /* In a child about to exec: the signal handlers and mask of a new process,
  * an OOM score of 0 (slurmstepd's own protects it), exactly the user's
  * groups (none when they were not known), gid and uid for good, stdin from in_fd (-1:
- * /dev/null), stdout and stderr to /dev/null, no other descriptor. Exits
- * the child (status 126) when the ids cannot be set. */
-void mps_child_become(const struct mps_user *u, int in_fd);
+ * /dev/null), stdout to out_fd (-1: /dev/null), stderr to /dev/null, no other
+ * descriptor. Exits the child (status 126) when the ids cannot be set. */
+void mps_child_become(const struct mps_user *u, int in_fd, int out_fd);
 
 /* A process's parent and start time from /proc/PID/stat; -1: gone. */
 int mps_proc_stat(pid_t pid, pid_t *ppid, unsigned long long *start);

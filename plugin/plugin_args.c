@@ -27,6 +27,17 @@ static int yes_no(const char *key, const char *v, bool *out, struct cohort_err *
     return 0;
 }
 
+int store_arg_parse(const char *text, bool *out, struct cohort_err *err)
+{
+    if (!text || !strcmp(text, "yes") || !strcmp(text, "1"))
+        *out = true;
+    else if (!strcmp(text, "no") || !strcmp(text, "0"))
+        *out = false;
+    else
+        return cohort_fail(err, "'%s' is not yes or no", text);
+    return 0;
+}
+
 static int mps_threads(const char *v, unsigned *out, struct cohort_err *err)
 {
     char *end;
@@ -136,6 +147,8 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
             rc = membind_parse(v, &out->membind, &e);
         else if (klen == 6 && strncmp(argv[i], "strict", 6) == 0)
             rc = yes_no("strict", v, &out->strict, &e);
+        else if (klen == 5 && strncmp(argv[i], "store", 5) == 0)
+            rc = yes_no("store", v, &out->store, &e);
         else if (klen == 6 && strncmp(argv[i], "secret", 6) == 0) {
             out->secret_munge = !strcmp(v, "munge");
             if (!out->secret_munge && strcmp(v, "random"))
@@ -143,8 +156,8 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
         } else if ((rc = mps_key(argv[i], klen, v, out, &e)) == 1)
             return cohort_fail(err,
                                "unknown argument '%.*s' (known: default, port_range, "
-                               "topology, topology_cache, membind, strict, secret, mps, "
-                               "mps_threads, mps_mem, mps_control)",
+                               "topology, topology_cache, membind, strict, secret, store, "
+                               "mps, mps_threads, mps_mem, mps_control)",
                                (int)klen, argv[i]);
         if (rc)
             return cohort_fail(err, "argument '%s': %s", argv[i], e.msg);

@@ -35,6 +35,9 @@ struct plugin_args {
                                              secret and Slurm carries it (random), or none
                                              is made and the runtime asks munge (munge) */
     struct mps_args mps;                  /* mps=, mps_threads=, mps_mem= */
+    bool store;                           /* store=yes|no (no): the site's default for
+                                             --cohort-store (PyTorch's store served by
+                                             cohort's node agents, train mode) */
     char mps_control[4096];               /* mps_control=PATH of nvidia-cuda-mps-control
                                              ("" = /usr/bin, then /usr/local/cuda/bin) */
 };
@@ -46,6 +49,10 @@ int plugin_mode_parse(const char *text, enum cohort_plugin_mode *out,
  * COHORT_MPS: yes, no, 1, 0, or a comma list of yes, no, threads=N and
  * mem=SIZE, applied over *m (the site's defaults). */
 int mps_args_parse(const char *text, struct mps_args *m, struct cohort_err *err);
+
+/* A job's --cohort-store value (NULL: the option without one, i.e. yes) or
+ * COHORT_STORE: yes, no, 1 or 0. */
+int store_arg_parse(const char *text, bool *out, struct cohort_err *err);
 
 /* Parses argv (plugstack.conf's words after the plugin path). */
 int plugin_args_parse(int argc, char **argv, struct plugin_args *out,

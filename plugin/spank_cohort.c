@@ -20,6 +20,7 @@
 #include "plan.h"
 #include "plan_line.h"
 #include "mps_step.h"
+#include "store_step.h"
 #include "plugin_args.h"
 #include "spank_env.h"
 #include "route.h"
@@ -38,6 +39,8 @@ static int opt_mode = -1; /* --cohort, -1 when not given */
 static int opt_verbose;
 static bool opt_mps_given; /* --cohort-mps[=VALUE] */
 static char *opt_mps;      /* its value, NULL without one */
+static bool opt_store_given; /* --cohort-store[=VALUE] */
+static char *opt_store;      /* its value, NULL without one */
 
 /* slurmstepd state, from user_init to the forked tasks */
 static enum cohort_plugin_mode mode = PLUGIN_MODE_OFF;
@@ -52,6 +55,8 @@ static bool route_found;
 static double setup_ms;                  /* user_init's work on this node */
 static char *srun_mode;                  /* COHORT_MODE as srun saw it, or NULL */
 static struct mps_step mps;              /* the step's MPS daemon on this node */
+static struct store_step store;          /* the step's node agent (PyTorch's store) */
+static char *node_gtids;                 /* the node's global ranks, "0,1,..." */
 static bool cache_stale;                 /* discovered: write the cache at the end */
 static char topo_note[300];              /* where the topology came from, for verbose */
 
@@ -64,6 +69,7 @@ static char topo_note[300];              /* where the topology came from, for ve
 #define SRUN_MODE "SLURM_COHORT_SRUN_MODE"       /* srun's COHORT_MODE */
 #define SRUN_VERBOSE "SLURM_COHORT_SRUN_VERBOSE" /* srun's COHORT_VERBOSE */
 #define SRUN_MPS "SLURM_COHORT_SRUN_MPS"         /* srun's COHORT_MPS */
+#define SRUN_STORE "SLURM_COHORT_SRUN_STORE"     /* srun's COHORT_STORE */
 
 static double now_ms(void)
 {
@@ -132,6 +138,23 @@ static int opt_mps_cb(int val, const char *optarg, int remote)
     return 0;
 }
 
+static int opt_store_cb(int val, const char *optarg, int remote)
+{
+    bool on;
+    struct cohort_err err;
+    (void)val;
+    optarg = option_value(optarg);
+    if (store_step_want(&args, NULL, true, optarg, &on, &err) < 0) {
+        if (!remote)
+            slurm_error("cohort: %s", err.msg);
+        return -1;
+    }
+    free(opt_store);
+    opt_store = optarg ? strdup(optarg) : NULL;
+    opt_store_given = true;
+    return 0;
+}
+
 static struct spank_option options[] = {
     {"cohort", "MODE",
      "cohort: off, env (variables only), train or infer (variables, GPU, CPU and memory "
@@ -142,6 +165,10 @@ static struct spank_option options[] = {
     {"cohort-mps", "[yes|no|threads=PCT,mem=SIZE]",
      "cohort: in infer mode, run the tasks sharing a GPU under an MPS daemon of the step", 2, 0,
      opt_mps_cb},
+    {"cohort-store", "[yes|no]",
+     "cohort: serve PyTorch's store (init_process_group's env:// rendezvous) from cohort's "
+     "node agents, authenticated, instead of a TCPStore on rank 0",
+     2, 0, opt_store_cb},
     SPANK_OPTIONS_TABLE_END,
 };
 
@@ -220,9 +247,12 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     if (args_error[0] || spank_context() != S_CTX_LOCAL)
         return 0;
     struct mps_args want;
+    bool store_on;
     if (effective_mode(sp, &m, &err) < 0 ||
         (m != PLUGIN_MODE_OFF &&
-         mps_step_want(&args, getenv("COHORT_MPS"), opt_mps_given, opt_mps, &want, &err) < 0)) {
+         (mps_step_want(&args, getenv("COHORT_MPS"), opt_mps_given, opt_mps, &want, &err) < 0 ||
+          store_step_want(&args, getenv("COHORT_STORE"), opt_store_given, opt_store, &store_on,
+                          &err) < 0))) {
         slurm_error("cohort: %s", err.msg);
         return -1;
     }
@@ -254,11 +284,13 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
     unsetenv(SRUN_MODE);
     unsetenv(SRUN_VERBOSE);
     unsetenv(SRUN_MPS);
+    unsetenv(SRUN_STORE);
     if (args_error[0])
         return 0;
     forward("COHORT_MODE", SRUN_MODE);
     forward("COHORT_VERBOSE", SRUN_VERBOSE);
     forward("COHORT_MPS", SRUN_MPS);
+    forward("COHORT_STORE", SRUN_STORE);
     if (effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF || args.secret_munge)
         return 0; /* secret=munge: nothing secret in the launch message */
     const char *secret = getenv("COHORT_SECRET");
@@ -406,7 +438,8 @@ static int setup_node(spank_t sp, struct cohort_err *err)
         sprintf(gtids + strlen(gtids), "%s%u", i ? "," : "", g);
     }
     rc = step_set_node(&step, nodeid, gtids, err);
-    free(gtids);
+    free(node_gtids);
+    node_gtids = gtids;
     if (rc < 0 || (rc = step_set_resv_ports(&step, envlist_get(&env, "SLURM_STEP_RESV_PORTS"),
                                             err)) < 0 ||
         (rc = step_set_cpu_bind(&step, envlist_get(&env, "SLURM_CPU_BIND_TYPE"),
@@ -449,7 +482,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         stepid >= BATCH_OR_SPECIAL_STEP)
         return 0; /* the batch script and extern steps are not a parallel step */
     char *secret = take_env(sp, SRUN_SECRET), *srun_verbose = take_env(sp, SRUN_VERBOSE);
-    char *srun_mps = take_env(sp, SRUN_MPS);
+    char *srun_mps = take_env(sp, SRUN_MPS), *srun_store = take_env(sp, SRUN_STORE);
     free(srun_mode);
     srun_mode = take_env(sp, SRUN_MODE);
     if (args_error[0])
@@ -476,6 +509,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         slurm_verbose("cohort: job %u: %s", step.job_id, err.msg); /* the tasks say it */
     } else {
         setup_mps(sp, srun_mps);
+        store_step_start(&store, sp, &args, srun_store, opt_store_given, opt_store, &step, plan,
+                         node_gtids, verbose);
     }
 out:
     if (secret)
@@ -483,6 +518,7 @@ out:
     free(secret);
     free(srun_verbose);
     free(srun_mps);
+    free(srun_store);
     return 0;
 }
 
@@ -530,6 +566,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     const struct cohort_task_plan *t = &plan->tasks[local];
     if (apply_env(t, set_var, sp) != 0)
         return task_problem("cannot set the task's variables", "some of them");
+    if (store_step_task(sp, &store, (uint32_t)local) == 1) { /* asked for: never without */
+        slurm_error("cohort: %s", store.error);
+        return -1;
+    }
     char note[1024] = "", mps_note[256];
     if (mode != PLUGIN_MODE_ENV &&
         apply_binding(topo, t, args.membind, note, sizeof note, &err) < 0 &&
@@ -559,6 +599,11 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
     uint32_t local = 0;
     (void)ac;
     (void)av;
+    uint32_t rank;
+    int status;
+    if (store.up && spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
+        store_step_ended(&store, rank, status);
     if (mps.up && spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local) == ESPANK_SUCCESS &&
         ++exited >= local)
         mps_step_end(&mps);
@@ -571,8 +616,13 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     (void)ac;
     (void)av;
     mps_step_end(&mps);
+    store_step_end(&store);
     free(opt_mps);
     opt_mps = NULL;
+    free(opt_store);
+    opt_store = NULL;
+    free(node_gtids);
+    node_gtids = NULL;
     struct cohort_err err;
     if (cache_stale && geteuid() == 0 && topo_cache_refresh(args.topology_cache, &err) < 0)
         slurm_verbose("cohort: %s", err.msg);

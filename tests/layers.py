@@ -24,9 +24,9 @@ import sys
 LAYERS = [
     ["runtime/planner"],
     ["runtime/apply", "runtime/net"],
-    ["runtime/bootstrap", "runtime/work", "runtime/streams"],
+    ["runtime/bootstrap", "runtime/work", "runtime/streams", "runtime/store"],
     ["runtime/coord"],
-    ["runtime/libcohort"],
+    ["runtime/libcohort", "runtime/agent"],
     ["runtime/tools", "plugin"],
 ]
 PY_LAYERS = [["errors", "_progress"], ["_lib", "info", "output"], ["_session"], ["work", "streams"], ["_core"],

@@ -1,5 +1,5 @@
 /* coord_config.c - the coordinator's start record (coord_config.h):
- * "CWC2", then big-endian fields and length-prefixed strings. */
+ * "CWC4", then big-endian fields and length-prefixed strings. */
 #include "coord_config.h"
 
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include "wire.h"
 #include "work_msg.h"
 
-#define MAGIC "CWC3"
+#define MAGIC "CWC4"
 
 struct writer {
     uint8_t *p;
@@ -61,6 +61,7 @@ static void write_all(struct writer *w, const struct coord_config *c)
     put(w, b8, 8);
     put32(w, c->shed_after_ms);
     put32(w, c->join_timeout_s);
+    put32(w, c->port);
     put32(w, c->verbose);
     put_str(w, c->name);
     put_str(w, c->journal);
@@ -122,7 +123,8 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     const uint8_t *m = take(&r, 4);
     if (!m || memcmp(m, MAGIC, 4) != 0)
         return cohort_fail(err, "its start record is not one of this version of cohort");
-    c->kind = take32(&r) == COORD_STREAMS ? COORD_STREAMS : COORD_QUEUE;
+    uint32_t kind = take32(&r);
+    c->kind = kind == COORD_STREAMS || kind == COORD_STORE ? (enum coord_kind)kind : COORD_QUEUE;
     c->key.kind = take32(&r) == AUTH_MUNGE ? AUTH_MUNGE : AUTH_SECRET;
     const uint8_t *k = take(&r, sizeof c->key.bytes);
     if (k)
@@ -151,6 +153,10 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     memcpy(&c->epsilon, &eps, 8);
     c->shed_after_ms = take32(&r);
     c->join_timeout_s = take32(&r);
+    uint32_t port = take32(&r);
+    c->port = (uint16_t)port;
+    if (port > 65535)
+        r.bad = true;
     c->verbose = take32(&r) != 0;
     take_str(&r, c->name, COORD_NAME_MAX);
     take_str(&r, c->journal, COORD_PATH_MAX);
@@ -171,6 +177,9 @@ void coord_config_free(struct coord_config *c)
 
 bool coord_config_has_rank(const struct coord_config *c, const struct hs_hello *h)
 {
-    return memcmp(h->view, c->view, HS_VIEW_LEN) == 0 && h->rank < c->size &&
-           c->rank_node[h->rank] == h->node;
+    if (memcmp(h->view, c->view, HS_VIEW_LEN) != 0)
+        return false;
+    if (c->kind == COORD_STORE)
+        return h->rank == COORD_AGENT_RANK && h->node < c->num_nodes;
+    return h->rank < c->size && c->rank_node[h->rank] == h->node;
 }

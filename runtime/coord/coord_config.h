@@ -2,8 +2,9 @@
  * through its standard input: the step (job, step, every rank's node, the
  * view every worker's hello must carry), how to prove itself (the step's
  * secret, or munge), and what it serves: a queue (name, items, journal,
- * output directory, lease timeout, attempts) or a stream set (name, worker lease, load
- * bound, shedding). One binary record, encoded and checked here, so that the
+ * output directory, lease timeout, attempts), a stream set (name, worker lease, load
+ * bound, shedding) or the step's store (the port it listens on), whose
+ * peers are the node agents, one per node. One binary record, encoded and checked here, so that the
  * library and the coordinator cannot disagree on it. */
 #ifndef COHORT_COORD_CONFIG_H
 #define COHORT_COORD_CONFIG_H
@@ -22,7 +23,11 @@
 enum coord_kind {
     COORD_QUEUE = 0,              /* a work queue (cohort_work.h) */
     COORD_STREAMS = 1,            /* a stream set (cohort_streams.h) */
+    COORD_STORE = 2,              /* the step's store (PyTorch's TCPStore queries, store_kv.h) */
 };
+
+/* The rank a node agent's hello carries (its node is the node's). */
+#define COORD_AGENT_RANK 0xfffffffeu
 
 struct coord_config {
     enum coord_kind kind;
@@ -36,6 +41,7 @@ struct coord_config {
     double epsilon;               /* a stream set's load bound (place.h) */
     uint32_t shed_after_ms;       /* a stream set's (place.h) */
     uint32_t join_timeout_s;      /* every worker connects within this, or is given up */
+    uint16_t port;                /* the port to listen on; 0: one the kernel picks */
     bool verbose;
     char name[COORD_NAME_MAX + 1];
     char journal[COORD_PATH_MAX + 1]; /* "": none */
@@ -52,7 +58,8 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *cfg,
 void coord_config_free(struct coord_config *cfg);
 
 /* Whether a proven hello comes from one of cfg's ranks: the step's view,
- * a rank of the step, on that rank's node. */
+ * a rank of the step, on that rank's node; for the store, a node agent
+ * (COORD_AGENT_RANK) of one of the step's nodes. */
 bool coord_config_has_rank(const struct coord_config *cfg, const struct hs_hello *h);
 
 #endif

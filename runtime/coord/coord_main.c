@@ -5,8 +5,9 @@
  * open-file limit (the soft one raised to the hard one), listens on a TCP
  * port of its own (any address, a port the kernel picks), writes that port
  * as one line on standard output ("error WHY" when it cannot start), and
- * serves the queue (coord.h) or the stream set (scoord.h) until it is done
- * or no worker is left. Exit status: 0 every item done (every worker
+ * serves the queue (coord.h), the stream set (scoord.h) or the step's
+ * store (store_holder.h, on the port its record names) until it is done
+ * or no worker (agent) is left. Exit status: 0 every item done (every worker
  * closed the set), 1 workers left before, 2 it could not start or failed
  * (one line on standard error). */
 #include <errno.h>
@@ -21,6 +22,7 @@
 
 #include "coord.h"
 #include "scoord.h"
+#include "store_holder.h"
 
 #define RECORD_MAX (64u << 20)
 
@@ -51,13 +53,19 @@ static int read_record(uint8_t **out, size_t *len)
 }
 
 /* A listening TCP socket on every address (IPv6 with IPv4 mapped where
- * the host has IPv6), on a port the kernel picks. */
+ * the host has IPv6), on *port, or when it is 0 a port the kernel picks. */
 static int listen_any(uint16_t *port, struct cohort_err *err)
 {
-    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT};
-    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
-    int off = 0;
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
+                              .sin6_port = htons(*port)};
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY),
+                             .sin_port = htons(*port)};
+    int off = 0, on = 1;
     int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    /* a given port: free again while the connections of a step before
+     * linger in TIME_WAIT (a port another socket listens on stays taken) */
+    if (fd >= 0 && *port)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     if (fd >= 0 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||
                     bind(fd, (struct sockaddr *)&a6, sizeof a6) < 0)) {
         close(fd);
@@ -65,6 +73,8 @@ static int listen_any(uint16_t *port, struct cohort_err *err)
     }
     if (fd < 0) {
         fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && *port)
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
         if (fd >= 0 && bind(fd, (struct sockaddr *)&a4, sizeof a4) < 0) {
             close(fd);
             fd = -1;
@@ -76,6 +86,10 @@ static int listen_any(uint16_t *port, struct cohort_err *err)
         int e = errno;
         if (fd >= 0)
             close(fd);
+        if (*port)
+            return cohort_fail(err, "cannot listen on TCP port %u: %s (another process "
+                               "holds it: choose other ports with plugstack port_range=LO-HI, or "
+                               "srun --resv-ports)", *port, strerror(e));
         return cohort_fail(err, "cannot listen on a TCP port: %s", strerror(e));
     }
     *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
@@ -103,7 +117,7 @@ static int listen_and_tell(const struct coord_config *cfg, const struct net_ops 
     struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
                          .rank = UINT32_MAX, .node = UINT32_MAX};
     memcpy(me.view, cfg->view, sizeof me.view);
-    uint16_t port = 0;
+    uint16_t port = cfg->port;
     int fd;
     if (net_new(&me, ops, net, err) < 0 || (fd = listen_any(&port, err)) < 0)
         return -1;
@@ -158,6 +172,24 @@ static int streams(const struct coord_config *cfg, struct cohort_err *err)
     return rc;
 }
 
+/* The step's store: 0 served until its agents are gone, -1 failed, -2
+ * could not start (err says why). */
+static int store(const struct coord_config *cfg, struct cohort_err *err)
+{
+    struct store_holder *sh = NULL;
+    struct net *net = NULL;
+    int rc = -2;
+    if (store_holder_new(cfg, &sh, err) == 0) {
+        struct net_ops ops = {.ctx = sh, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
+                              .admit = store_holder_admit};
+        if (listen_and_tell(cfg, &ops, &net, err) == 0)
+            rc = store_holder_run(sh, net, err);
+    }
+    store_holder_free(sh);
+    net_free(net);
+    return rc;
+}
+
 /* Slurm's warnings (a time limit's or preemption's SIGTERM, --signal's
  * USR1 or USR2) and a terminal's are for the workers, which drain: the
  * coordinator serves their last commits and closes, then ends once they
@@ -177,9 +209,16 @@ int main(void)
     ignore_warnings();
     /* every rank holds a connection of its own: when they cannot all fit,
      * every rank is told at once, not left out until its deadline */
-    if (record(&cfg, &err) == 0 &&
-        net_fd_check(cfg.size, "the work coordinator", "ranks, one connection each", &err) == 0)
+    int got = record(&cfg, &err);
+    if (got == 0 && cfg.kind == COORD_STORE) {
+        if (net_fd_check(cfg.num_nodes, "the store holder", "node agents, one connection each",
+                         &err) == 0)
+            rc = store(&cfg, &err);
+    } else if (got == 0 &&
+               net_fd_check(cfg.size, "the work coordinator", "ranks, one connection each",
+                            &err) == 0) {
         rc = cfg.kind == COORD_STREAMS ? streams(&cfg, &err) : queue(&cfg, &err);
+    }
     if (rc == -2) {
         printf("error %s\n", err.msg); /* the starting rank's failure, on every rank */
         fflush(stdout);
@@ -187,7 +226,9 @@ int main(void)
     } else if (rc < 0) {
         rc = 2;
         fprintf(stderr, "cohort: the coordinator of %s '%s' failed: %s\n",
-                cfg.kind == COORD_STREAMS ? "stream set" : "queue", cfg.name, err.msg);
+                cfg.kind == COORD_STREAMS ? "stream set" : cfg.kind == COORD_STORE ? "store"
+                                                                                  : "queue",
+                cfg.name, err.msg);
     }
     coord_config_free(&cfg);
     return rc;

@@ -5,10 +5,6 @@
 #include "cohort_coord.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,187 +14,14 @@
 
 #include "boot_ops.h"
 #include "cohort_internal.h"
+#include "coord_start.h"
 #include "envlist.h"
 
 #ifndef COHORT_WORK_COORD_PATH
 #error COHORT_WORK_COORD_PATH: where cohort-work-coord is installed (set by the build)
 #endif
 
-#define COORD_END_MS 2000 /* a coordinator rank 0 killed is reaped within this */
-
 extern char **environ;
-
-/* Waits until fd is ready for events, or until end (ms): 1, 0 at end, -1. */
-static int ready(int fd, short events, long long end)
-{
-    for (;;) {
-        struct pollfd p = {.fd = fd, .events = events};
-        long long left = end - net_now_ms();
-        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
-        if (r >= 0 || errno != EINTR)
-            return r;
-    }
-}
-
-/* Rank 0: sends the start record on the coordinator's standard input (a
- * socket: never blocking, no SIGPIPE when the coordinator is gone), closes
- * it, and reads the coordinator's one line (the port, or "error WHY"), all
- * by end (ms). 0, -1 when the coordinator closed its end first, -2 at end. */
-static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end, char *line,
-                size_t cap)
-{
-    for (size_t off = 0; off < len;) {
-        int r = ready(*in, POLLOUT, end);
-        ssize_t n = r > 0 ? send(*in, rec + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT) : -1;
-        if (r == 0)
-            return -2;
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n < 0)
-            return -1;
-        off += (size_t)n;
-    }
-    close(*in);
-    *in = -1;
-    size_t got = 0;
-    while (got + 1 < cap && !memchr(line, '\n', got)) {
-        int r = ready(out, POLLIN, end);
-        ssize_t n = r > 0 ? read(out, line + got, cap - 1 - got) : -1;
-        if (r == 0)
-            return -2;
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        got += (size_t)n;
-    }
-    line[got] = 0;
-    line[strcspn(line, "\n")] = 0;
-    return 0;
-}
-
-/* What the coordinator's environment keeps of rank 0's (docs/work.md): the
- * search path, for a COHORT_WORK_COORD that is a script; the loader's path,
- * for libraries installed out of its default places; the sanitizers'
- * options, for builds with them. Never the step's secret (the start record
- * carries the key) nor any other variable of the user's. */
-static const char *const coord_env[] = {"PATH", "LD_LIBRARY_PATH", "ASAN_OPTIONS",
-                                        "LSAN_OPTIONS", "UBSAN_OPTIONS"};
-#define COORD_ENV_N (sizeof coord_env / sizeof *coord_env)
-
-/* The first entry of environ for each name of coord_env that is set, then
- * NULL. */
-static void coord_environ(char *envp[COORD_ENV_N + 1])
-{
-    size_t k = 0;
-    for (size_t i = 0; i < COORD_ENV_N; i++) {
-        size_t len = strlen(coord_env[i]);
-        char **e = environ;
-        while (*e && (strncmp(*e, coord_env[i], len) != 0 || (*e)[len] != '='))
-            e++;
-        if (*e)
-            envp[k++] = *e;
-    }
-    envp[k] = NULL;
-}
-
-/* Rank 0: path started in a session of its own (no signal to rank 0's
- * group reaches it; it leads its own process group) with in and out as
- * its standard input and output, and the environment of coord_environ.
- * 0 with l->pid, or an errno. */
-static int spawn(struct coord_link *l, const char *path, int in, int out)
-{
-    char *envp[COORD_ENV_N + 1];
-    coord_environ(envp);
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t at;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in, 0);
-    posix_spawn_file_actions_adddup2(&fa, out, 1);
-    posix_spawnattr_init(&at);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
-    char *argv[] = {(char *)path, NULL};
-    int e = posix_spawn(&l->pid, path, &fa, &at, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
-    if (e != 0)
-        l->pid = 0;
-    return e;
-}
-
-/* Rank 0 gives up on the coordinator it started (no port in time, or it
- * failed): ends its process group with SIGKILL, which a stopped process
- * takes too, and reaps it, so that nothing it holds (the journal's lock)
- * outlives the failure. Waits COORD_END_MS at most: a process in an
- * uninterruptible wait dies only once that ends (coord_link_free tries
- * again). */
-static void end_coordinator(struct coord_link *l)
-{
-    if (kill(-l->pid, SIGKILL) < 0)
-        kill(l->pid, SIGKILL);
-    long long end = net_now_ms() + COORD_END_MS;
-    for (int nap = 1;; nap = nap < 32 ? 2 * nap : 50) {
-        pid_t r = waitpid(l->pid, NULL, WNOHANG);
-        if (r == l->pid || (r < 0 && errno != EINTR)) {
-            l->pid = 0;
-            return;
-        }
-        long long left = end - net_now_ms();
-        if (left <= 0)
-            return;
-        poll(NULL, 0, left < nap ? (int)left : nap);
-    }
-}
-
-/* Rank 0: starts the coordinator for cfg; *port, or 0 with why (and the
- * coordinator ended). */
-static void start(struct coord_link *l, const struct coord_config *cfg, const char *path,
-                  uint16_t *port, char *why, size_t len)
-{
-    uint8_t *rec = NULL;
-    size_t rec_len = 0;
-    int in[2] = {-1, -1}, out[2] = {-1, -1};
-    *port = 0;
-    if (coord_config_encode(cfg, &rec, &rec_len) < 0 ||
-        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0 || pipe2(out, O_CLOEXEC) < 0) {
-        snprintf(why, len, "cannot start the coordinator: %s", strerror(errno));
-        goto done;
-    }
-    int e = spawn(l, path, in[0], out[1]);
-    close(in[0]);
-    close(out[1]);
-    in[0] = out[1] = -1;
-    if (e != 0) {
-        snprintf(why, len, "cannot start the work coordinator %s: %s (set COHORT_WORK_COORD to "
-                 "cohort-work-coord's path)", path, strerror(e));
-        goto done;
-    }
-    char line[COHORT_ERR_LEN + 16];
-    int rc = talk(&in[1], out[0], rec, rec_len, net_now_ms() + (long long)l->timeout_s * 1000,
-                  line, sizeof line);
-    unsigned p;
-    if (rc == 0 && strncmp(line, "error ", 6) == 0)
-        snprintf(why, len, "%.*s", (int)len - 1, line + 6);
-    else if (rc == 0 && sscanf(line, "%u", &p) == 1 && p > 0 && p < 65536)
-        *port = (uint16_t)p;
-    else if (rc == -2)
-        snprintf(why, len, "the work coordinator %s did not start within %d s (stopped, or its "
-                 "node overloaded?): rank 0 killed it", path, l->timeout_s);
-    else
-        snprintf(why, len, "the work coordinator %s exited as it started", path);
-    if (!*port)
-        end_coordinator(l);
-done:
-    if (rec)
-        explicit_bzero(rec, rec_len);
-    free(rec);
-    for (int i = 0; i < 2; i++) {
-        if (in[i] >= 0)
-            close(in[i]);
-        if (out[i] >= 0)
-            close(out[i]);
-    }
-}
 
 /* Rank 0: the step's half of the start record, and the coordinator started. */
 static void launch(struct coord_link *l, const struct cohort_self *self,
@@ -217,7 +40,8 @@ static void launch(struct coord_link *l, const struct cohort_self *self,
     cfg->verbose = v && *v && strcmp(v, "0") != 0;
     hs_view(s->num_tasks, s->num_nodes, self->rank_node, NULL, cfg->view);
     const char *path = envlist_get(env, "COHORT_WORK_COORD");
-    start(l, cfg, path && *path ? path : COHORT_WORK_COORD_PATH, port, why, len);
+    coord_start(cfg, path && *path ? path : COHORT_WORK_COORD_PATH, "work coordinator",
+                l->timeout_s, &l->pid, port, why, len);
     explicit_bzero(&cfg->key, sizeof cfg->key);
 }
 

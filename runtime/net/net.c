@@ -73,6 +73,11 @@ int net_new(const struct hs_self *me, const struct net_ops *ops, struct net **ou
     return 0;
 }
 
+int net_fd(const struct net *n)
+{
+    return n->epfd;
+}
+
 void net_free(struct net *n)
 {
     if (!n)

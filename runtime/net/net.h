@@ -175,6 +175,12 @@ unsigned net_refused(const struct net *n);
 /* Connections accepted and not yet proven (all listeners). */
 size_t net_unproven(const struct net *n);
 
+/* The loop's epoll descriptor: readable when net_poll has something to
+ * do, for a process that waits on it with descriptors of its own (it must
+ * still call net_poll at least every NET_RETRY_MAX_MS while a dial or a
+ * handshake is under way: their deadlines are timers). */
+int net_fd(const struct net *n);
+
 long long net_now_ms(void);
 
 #endif

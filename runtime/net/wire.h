@@ -25,7 +25,8 @@ enum wire_type {
     WIRE_DOWN,          /* parent -> child: the assembled result */
     WIRE_ABORT,         /* either way: why the step fails (wire_abort_encode) */
     WIRE_WORK,          /* worker <-> work coordinator: flags is the operation (work_msg.h) */
-    WIRE_TYPE_MAX = WIRE_WORK,
+    WIRE_STORE,         /* node agent <-> store holder: flags is the operation (store_msg.h) */
+    WIRE_TYPE_MAX = WIRE_STORE,
 };
 
 struct wire_frame {

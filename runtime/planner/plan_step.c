@@ -9,7 +9,11 @@
 void plan_master_addr(const struct cohort_step *step, const struct envlist *task_env,
                       char *buf, size_t len)
 {
-    const char *user_addr = envlist_get(task_env, "MASTER_ADDR");
+    /* COHORT_MASTER_ADDR: the step's, where MASTER_ADDR names the node's
+     * store agent (--cohort-store) */
+    const char *user_addr = envlist_get(task_env, "COHORT_MASTER_ADDR");
+    if (!user_addr)
+        user_addr = envlist_get(task_env, "MASTER_ADDR");
     if (user_addr)
         snprintf(buf, len, "%s", user_addr);
     else

@@ -13,8 +13,9 @@
 #include "ports.h"
 #include "step.h"
 
-/* The step's MASTER_ADDR as the plan will set it: the user's, else the host
- * of task 0. Lets a shell find the route to it before planning. */
+/* The step's MASTER_ADDR as the plan will set it: COHORT_MASTER_ADDR (set
+ * where MASTER_ADDR names a node's store agent), else the user's
+ * MASTER_ADDR, else the host of task 0. Lets a shell find the route to it before planning. */
 void plan_master_addr(const struct cohort_step *step, const struct envlist *task_env,
                       char *buf, size_t len);
 

@@ -1,0 +1,89 @@
+/* agent.h - what the parts of cohort-agent, the node agent, share: its
+ * state, and the helpers agent_main.c (start, the loop), agent_up.c (the
+ * link to the store holder) and agent_local.c (the node's TCPStore
+ * clients) offer each other. Not for other modules. */
+#ifndef COHORT_AGENT_H
+#define COHORT_AGENT_H
+
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "auth.h"
+#include "error.h"
+#include "net.h"
+#include "step.h"
+#include "tcpstore.h"
+
+#define AGENT_CLIENTS_MAX 4096 /* local connections at once; more are closed */
+
+/* A local TCPStore client (a rank's TCPStore object holds one or two). */
+struct client {
+    int fd;                  /* -1: gone */
+    uint32_t id;             /* the agent's number for it, never reused */
+    enum ts_dialect d;
+    unsigned long inode;     /* its socket's, to find its process for notes */
+    uint8_t *in, *out;
+    size_t in_len, in_cap, out_len, out_cap;
+    bool closing;            /* its query failed: closed once its output is out */
+};
+
+struct agent {
+    struct cohort_step step;
+    uint32_t *rank_node;
+    uint8_t view[40];
+    struct auth_key key;
+    uid_t uid;               /* the job's user: the only one served */
+    int timeout_s;
+    bool verbose;
+    char host[256];          /* the store holder's host and port */
+    uint16_t port;
+    pid_t holder;            /* node 0: the holder it started */
+    struct net *net;
+    struct addrinfo *addrs;
+    struct net_conn *up;     /* to the holder */
+    bool up_ready;
+    char up_error[COHORT_ERR_LEN]; /* "": none */
+    int lfd;                 /* the loopback listener */
+    uint16_t lport;
+    struct client *c;
+    size_t n_c, cap_c;
+    uint32_t next_id;
+};
+
+/* agent_up.c: dials the holder (its deadline the step's timeout). 0, or
+ * -1 with err. */
+int agent_up_start(struct agent *a, struct cohort_err *err);
+/* A round of the holder's link: its events since the last net_poll. */
+void agent_up_events(struct agent *a, struct net_event *ev, int n);
+/* Sends a frame to the holder: 0, or -1 (out of memory, or no link). */
+int agent_up_send(struct agent *a, uint16_t op, uint32_t client, const uint8_t *p1,
+                  size_t n1, const uint8_t *p2, size_t n2);
+
+/* agent_local.c: the loopback listener on a port the kernel picks. */
+int agent_local_listen(struct agent *a, struct cohort_err *err);
+/* Accepts what waits on the listener: the job's user's connections. */
+void agent_local_accept(struct agent *a);
+/* Reads, parses and forwards what client i sent; writes what it waits for. */
+void agent_local_serve(struct agent *a, size_t i, unsigned events);
+/* Queries held while the link was not up go out now (or fail with it). */
+void agent_local_resume(struct agent *a);
+/* The client with that number, or NULL when gone. */
+struct client *agent_local_find(struct agent *a, uint32_t id);
+/* Bytes for a client, queued and written as it takes them. */
+void agent_local_write(struct agent *a, struct client *c, const uint8_t *p, size_t n);
+/* A line (no newline) into the stderr of the client's task; closes it
+ * after its output when drop. */
+void agent_local_note(struct agent *a, struct client *c, const char *line, bool drop);
+/* Closes what is gone or done; frees their slots. */
+void agent_local_sweep(struct agent *a);
+
+/* peer.c: the uid and socket inode of the loopback TCP client connected
+ * to fd (the kernel's socket diagnostics): 0, or -1. */
+int peer_tcp_owner(int fd, uid_t *uid, unsigned long *inode);
+/* Writes line and a newline to the standard error of the process of uid
+ * holding the socket inode; false when no such process was found. */
+bool peer_note(uid_t uid, unsigned long inode, const char *line);
+
+#endif

@@ -1,0 +1,229 @@
+/* agent_local.c - the node's TCPStore clients, as the node agent serves
+ * them (see agent.h): a listener on the loopback interface, every
+ * connection of another user closed before a byte is read (the kernel's
+ * socket diagnostics name its uid), each query read whole and relayed to
+ * the store holder (VALIDATE and PING answered here), each answer written
+ * back as the client takes it. */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "store_msg.h"
+
+#define READ_CHUNK 65536
+
+int agent_local_listen(struct agent *a, struct cohort_err *err)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof sa;
+    a->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (a->lfd < 0 || bind(a->lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+        listen(a->lfd, 4096) < 0 || getsockname(a->lfd, (struct sockaddr *)&sa, &sl) < 0)
+        return cohort_fail(err, "cannot listen on the loopback interface: %s",
+                           strerror(errno));
+    a->lport = ntohs(sa.sin_port);
+    return 0;
+}
+
+struct client *agent_local_find(struct agent *a, uint32_t id)
+{
+    for (size_t i = 0; i < a->n_c; i++)
+        if (a->c[i].fd >= 0 && a->c[i].id == id)
+            return &a->c[i];
+    return NULL;
+}
+
+static void add_client(struct agent *a, int fd, unsigned long inode)
+{
+    if (a->n_c == a->cap_c) {
+        size_t cap = a->cap_c ? 2 * a->cap_c : 16;
+        struct client *c = a->n_c < AGENT_CLIENTS_MAX ? realloc(a->c, cap * sizeof *c) : NULL;
+        if (!c) {
+            close(fd);
+            return;
+        }
+        a->c = c;
+        a->cap_c = cap;
+    }
+    struct client *c = &a->c[a->n_c++];
+    memset(c, 0, sizeof *c);
+    c->fd = fd;
+    c->id = a->next_id++;
+    c->inode = inode;
+}
+
+void agent_local_accept(struct agent *a)
+{
+    for (int k = 0; k < 64; k++) {
+        int fd = accept4(a->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        uid_t uid;
+        unsigned long inode;
+        /* another user's, or one the kernel cannot name: closed unread */
+        if (peer_tcp_owner(fd, &uid, &inode) < 0 || uid != a->uid) {
+            close(fd);
+            continue;
+        }
+        add_client(a, fd, inode);
+    }
+}
+
+static void flush_out(struct client *c)
+{
+    while (c->out_len) {
+        ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            c->closing = true;
+            c->out_len = 0;
+            return;
+        }
+        memmove(c->out, c->out + n, c->out_len - (size_t)n);
+        c->out_len -= (size_t)n;
+    }
+}
+
+void agent_local_write(struct agent *a, struct client *c, const uint8_t *p, size_t n)
+{
+    (void)a;
+    if (c->out_len + n > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 256;
+        while (cap < c->out_len + n)
+            cap *= 2;
+        uint8_t *o = realloc(c->out, cap);
+        if (!o) {
+            c->closing = true;
+            return;
+        }
+        c->out = o;
+        c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, p, n);
+    c->out_len += n;
+    flush_out(c);
+}
+
+void agent_local_note(struct agent *a, struct client *c, const char *line, bool drop)
+{
+    if (!peer_note(a->uid, c->inode, line) || a->verbose)
+        fprintf(stderr, "%s\n", line);
+    if (drop)
+        c->closing = true;
+}
+
+/* One query: answered here (VALIDATE, PING) or relayed. 0, or -1 when the
+ * client is to be dropped. */
+static int relay(struct agent *a, struct client *c, const struct ts_query *q)
+{
+    struct ts_cursor cur = {q->body, q->body_len};
+    uint32_t v;
+    if (q->op == TS_VALIDATE)
+        return ts_u32(&cur, &v) == 0 && v == TS_VALIDATE_MAGIC ? 0 : -1;
+    if (q->op == TS_PING) {
+        agent_local_write(a, c, q->body, 4);
+        return 0;
+    }
+    uint8_t op = (uint8_t)q->op;
+    return agent_up_send(a, STORE_QUERY, c->id, &op, 1, q->body, q->body_len);
+}
+
+/* Every whole query in c's input, while the link is up. */
+static void parse(struct agent *a, struct client *c)
+{
+    size_t off = 0;
+    while (!c->closing && a->up_ready && off < c->in_len) {
+        struct ts_query q;
+        char why[256];
+        long used = ts_next(&c->d, c->in + off, c->in_len - off, &q, why, sizeof why);
+        if (used == 0)
+            break;
+        if (used < 0 || relay(a, c, &q) < 0) {
+            char line[400];
+            snprintf(line, sizeof line, "cohort: store: %s; the connection is closed",
+                     used < 0 ? why : "a query that could not be relayed");
+            agent_local_note(a, c, line, true);
+            break;
+        }
+        off += (size_t)used;
+    }
+    memmove(c->in, c->in + off, c->in_len - off);
+    c->in_len -= off;
+}
+
+void agent_local_serve(struct agent *a, size_t i, unsigned events)
+{
+    struct client *c = &a->c[i];
+    if (events & POLLOUT)
+        flush_out(c);
+    while (!c->closing) {
+        if (c->in_cap - c->in_len < READ_CHUNK) {
+            uint8_t *in = c->in_len + READ_CHUNK > 2 * ((size_t)TS_VALUE_MAX + TS_KEY_MAX)
+                              ? NULL
+                              : realloc(c->in, c->in_len + 2 * READ_CHUNK);
+            if (!in) {
+                agent_local_note(a, c, "cohort: store: a query too large to serve; the "
+                                       "connection is closed", true);
+                break;
+            }
+            c->in = in;
+            c->in_cap = c->in_len + 2 * READ_CHUNK;
+        }
+        ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            c->closing = true;
+        if (n <= 0)
+            break;
+        c->in_len += (size_t)n;
+        parse(a, c);
+    }
+}
+
+void agent_local_resume(struct agent *a)
+{
+    for (size_t i = 0; i < a->n_c; i++) {
+        struct client *c = &a->c[i];
+        if (c->fd < 0 || c->closing)
+            continue;
+        if (a->up_error[0]) {
+            char line[COHORT_ERR_LEN + 64];
+            snprintf(line, sizeof line, "cohort: store: %s", a->up_error);
+            agent_local_note(a, c, line, true);
+        } else {
+            parse(a, c);
+        }
+    }
+}
+
+void agent_local_sweep(struct agent *a)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_c; i++) {
+        struct client *c = &a->c[i];
+        if (c->closing && c->fd >= 0 && c->out_len)
+            flush_out(c);
+        if (c->closing && c->fd >= 0 && !c->out_len) {
+            agent_up_send(a, STORE_GONE, c->id, NULL, 0, NULL, 0);
+            close(c->fd);
+            c->fd = -1;
+        }
+        if (c->fd < 0) {
+            free(c->in);
+            free(c->out);
+            continue;
+        }
+        a->c[k++] = *c;
+    }
+    a->n_c = k;
+}

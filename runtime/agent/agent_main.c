@@ -1,0 +1,260 @@
+/* agent_main.c - cohort-agent, the node agent: one process per node of a
+ * step, never a rank, started by the plugin (as the job's user, in the
+ * step) when the step serves PyTorch's store (--cohort-store). It reads
+ * its start record on standard input (NAME=VALUE lines up to an empty
+ * one: the step's Slurm layout, its secret, the store holder's host and
+ * port, the timeout), listens on the loopback interface, and on the
+ * step's first node starts the store holder (cohort-work-coord, on the
+ * step's MASTER_PORT). It writes "port N" (the loopback port the node's
+ * ranks reach as MASTER_PORT) or "error WHY" as one line on standard
+ * output, then relays the node's TCPStore queries to the holder over one
+ * authenticated connection, and the plugin's "ended RANK STATUS" lines
+ * (a task of the node ended) too, until its standard input closes (the
+ * step ends on this node). Exit status: 0, or 2 when it could not start. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "coord_start.h"
+#include "envlist.h"
+#include "layout.h"
+#include "step_env.h"
+#include "store_msg.h"
+#include "text_file.h"
+
+#ifndef COHORT_WORK_COORD_PATH
+#error COHORT_WORK_COORD_PATH: where cohort-work-coord is installed (set by the build)
+#endif
+
+#define RECORD_MAX (1u << 20)
+#define LINE_MAX_ 256
+
+/* Reads the record's lines into env, up to the empty line. */
+static int read_record(struct envlist *env, struct cohort_err *err)
+{
+    char *buf = malloc(RECORD_MAX);
+    size_t n = 0;
+    int rc = -1;
+    while (buf && n < RECORD_MAX - 1) {
+        ssize_t got = read(0, buf + n, 1); /* byte by byte: what follows is the events' */
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        n++;
+        if (n >= 2 && buf[n - 1] == '\n' && (n == 1 || buf[n - 2] == '\n')) {
+            rc = 0;
+            break;
+        }
+    }
+    if (rc == 0) {
+        buf[n] = 0;
+        for (char *line = strtok(buf, "\n"); line && rc == 0; line = strtok(NULL, "\n")) {
+            char *eq = strchr(line, '=');
+            if (eq) {
+                *eq = 0;
+                rc = envlist_set(env, line, eq + 1);
+            }
+        }
+    }
+    if (buf)
+        explicit_bzero(buf, n);
+    free(buf);
+    return rc < 0 ? cohort_fail(err, "no whole start record on standard input") : 0;
+}
+
+/* The step and the view every peer's hello must carry. */
+static int describe(struct agent *a, const struct envlist *env, struct cohort_err *err)
+{
+    const char *hf = step_env_hostfile(env);
+    char *text = hf ? read_text_file("SLURM_HOSTFILE", hf, true, err) : NULL;
+    if (hf && !text)
+        return -1;
+    int rc = step_from_env(&a->step, env, text, err);
+    free(text);
+    const struct cohort_step *s = &a->step;
+    if (rc < 0 || !(a->rank_node = malloc(sizeof *a->rank_node * s->num_tasks)))
+        return rc < 0 ? -1 : cohort_fail(err, "out of memory");
+    uint32_t *ranks = malloc(sizeof *ranks * s->num_tasks);
+    if (!ranks)
+        return cohort_fail(err, "out of memory");
+    for (uint32_t n = 0; n < s->num_nodes && rc == 0; n++) {
+        rc = layout_node_ranks(s, n, ranks, err);
+        for (uint32_t i = 0; rc == 0 && i < s->tasks_per_node[n]; i++)
+            a->rank_node[ranks[i]] = n;
+    }
+    free(ranks);
+    hs_view(s->num_tasks, s->num_nodes, a->rank_node, NULL, a->view);
+    return rc;
+}
+
+/* The record's settings. */
+static int configure(struct agent *a, const struct envlist *env, struct cohort_err *err)
+{
+    const char *host = envlist_get(env, "COHORT_STORE_ADDR");
+    const char *port = envlist_get(env, "COHORT_STORE_PORT");
+    const char *t = envlist_get(env, "COHORT_TIMEOUT");
+    const char *v = envlist_get(env, "COHORT_VERBOSE");
+    a->timeout_s = t ? atoi(t) : 0;
+    a->timeout_s = a->timeout_s > 0 && a->timeout_s <= 86400 ? a->timeout_s : 300;
+    a->verbose = v && *v && strcmp(v, "0") != 0;
+    a->uid = getuid();
+    if (!host || !port || atoi(port) <= 0 || atoi(port) > 65535)
+        return cohort_fail(err, "its start record names no store holder");
+    snprintf(a->host, sizeof a->host, "%s", host);
+    a->port = (uint16_t)atoi(port);
+    const char *secret = envlist_get(env, "COHORT_SECRET");
+    if (secret)
+        return auth_key_from_hex("COHORT_SECRET", secret, &a->key, err);
+    return auth_key_munge(envlist_get(env, "COHORT_MUNGE_SOCKET"), &a->key, err);
+}
+
+/* The first node's agent starts the holder, on the step's MASTER_PORT. */
+static int start_holder(struct agent *a, const struct envlist *env, struct cohort_err *err)
+{
+    struct coord_config cfg = {.kind = COORD_STORE, .key = a->key, .job = a->step.job_id,
+                               .step = a->step.step_id, .size = a->step.num_tasks,
+                               .num_nodes = a->step.num_nodes, .rank_node = a->rank_node,
+                               .join_timeout_s = (uint32_t)a->timeout_s,
+                               .verbose = a->verbose, .port = a->port};
+    memcpy(cfg.view, a->view, sizeof cfg.view);
+    snprintf(cfg.name, sizeof cfg.name, "PyTorch's");
+    const char *path = envlist_get(env, "COHORT_WORK_COORD");
+    uint16_t port = 0;
+    coord_start(&cfg, path && *path ? path : COHORT_WORK_COORD_PATH, "store holder",
+                a->timeout_s, &a->holder, &port, err->msg, sizeof err->msg);
+    explicit_bzero(&cfg.key, sizeof cfg.key);
+    return port ? 0 : -1;
+}
+
+/* The plugin's lines: "ended RANK STATUS". */
+static bool events(struct agent *a)
+{
+    static char line[LINE_MAX_];
+    static size_t n;
+    ssize_t got = read(0, line + n, sizeof line - 1 - n);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN))
+        return true;
+    if (got <= 0)
+        return false;
+    n += (size_t)got;
+    line[n] = 0;
+    char *nl;
+    while ((nl = strchr(line, '\n'))) {
+        *nl = 0;
+        unsigned rank, status;
+        uint8_t b[4];
+        if (sscanf(line, "ended %u %u", &rank, &status) == 2) {
+            wire_put32(b, status);
+            agent_up_send(a, STORE_ENDED, rank, b, 4, NULL, 0);
+        }
+        n -= (size_t)(nl + 1 - line);
+        memmove(line, nl + 1, n + 1);
+    }
+    if (n == sizeof line - 1)
+        n = 0; /* not a line of the plugin's */
+    return true;
+}
+
+/* Serves until the plugin closes standard input. */
+static void serve(struct agent *a)
+{
+    struct pollfd *p = NULL;
+    size_t cap = 0;
+    fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+    for (;;) {
+        if (cap < a->n_c + 3) {
+            struct pollfd *q = realloc(p, (cap = a->n_c + 64) * sizeof *q);
+            if (!q)
+                break;
+            p = q;
+        }
+        p[0] = (struct pollfd){.fd = 0, .events = POLLIN};
+        p[1] = (struct pollfd){.fd = a->lfd, .events = POLLIN};
+        p[2] = (struct pollfd){.fd = net_fd(a->net), .events = POLLIN};
+        for (size_t i = 0; i < a->n_c; i++)
+            p[3 + i] = (struct pollfd){.fd = a->c[i].fd,
+                                       .events = POLLIN | (a->c[i].out_len ? POLLOUT : 0)};
+        bool dialing = !a->up_ready && !a->up_error[0];
+        if (poll(p, 3 + a->n_c, dialing ? 20 : 1000) < 0 && errno != EINTR)
+            break;
+        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && !events(a))
+            break;
+        struct net_event *ev;
+        struct cohort_err e;
+        int n = net_poll(a->net, 0, &ev, &e);
+        if (n > 0)
+            agent_up_events(a, ev, n);
+        size_t served = a->n_c; /* clients accepted below are polled next round */
+        for (size_t i = 0; i < served; i++)
+            if (p[3 + i].revents)
+                agent_local_serve(a, i, p[3 + i].revents);
+        if (p[1].revents & POLLIN)
+            agent_local_accept(a);
+        agent_local_sweep(a);
+        net_flush(a->net, net_now_ms()); /* what the socket takes now */
+    }
+    free(p);
+}
+
+static void ignore_warnings(void)
+{
+    /* Slurm's warnings are for the ranks; the agent serves them until the
+     * step ends (SIGKILL still ends it) */
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], SIG_IGN);
+}
+
+static int start(struct agent *a, struct cohort_err *err)
+{
+    struct envlist env;
+    envlist_init(&env);
+    int rc = read_record(&env, err);
+    if (rc == 0)
+        rc = describe(a, &env, err);
+    if (rc == 0)
+        rc = configure(a, &env, err);
+    if (rc == 0)
+        rc = agent_local_listen(a, err);
+    if (rc == 0 && a->step.node_id == 0)
+        rc = start_holder(a, &env, err);
+    if (rc == 0)
+        rc = agent_up_start(a, err);
+    const char *secret = envlist_get(&env, "COHORT_SECRET");
+    if (secret)
+        explicit_bzero((char *)secret, strlen(secret));
+    envlist_clear(&env);
+    return rc;
+}
+
+int main(void)
+{
+    struct agent a = {.lfd = -1};
+    struct cohort_err err;
+    ignore_warnings();
+    if (start(&a, &err) < 0) {
+        printf("error %s\n", err.msg);
+        fflush(stdout);
+        if (a.holder > 0)
+            coord_end(&a.holder);
+        return 2;
+    }
+    printf("port %u\n", a.lport);
+    fflush(stdout);
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, 1);
+        close(null);
+    }
+    serve(&a);
+    if (a.holder > 0)
+        coord_end(&a.holder);
+    return 0;
+}

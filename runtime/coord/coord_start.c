@@ -1,0 +1,186 @@
+/* coord_start.c - a coordinator process started for a start record (see
+ * coord_start.h). */
+#include "coord_start.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "net.h"
+
+#define COORD_END_MS 2000 /* a coordinator given up on is reaped within this */
+
+extern char **environ;
+
+/* Waits until fd is ready for events, or until end (ms): 1, 0 at end, -1. */
+static int ready(int fd, short events, long long end)
+{
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = events};
+        long long left = end - net_now_ms();
+        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (r >= 0 || errno != EINTR)
+            return r;
+    }
+}
+
+/* Sends the start record on the coordinator's standard input (a
+ * socket: never blocking, no SIGPIPE when the coordinator is gone), closes
+ * it, and reads the coordinator's one line (the port, or "error WHY"), all
+ * by end (ms). 0, -1 when the coordinator closed its end first, -2 at end. */
+static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end, char *line,
+                size_t cap)
+{
+    for (size_t off = 0; off < len;) {
+        int r = ready(*in, POLLOUT, end);
+        ssize_t n = r > 0 ? send(*in, rec + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT) : -1;
+        if (r == 0)
+            return -2;
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n < 0)
+            return -1;
+        off += (size_t)n;
+    }
+    close(*in);
+    *in = -1;
+    size_t got = 0;
+    while (got + 1 < cap && !memchr(line, '\n', got)) {
+        int r = ready(out, POLLIN, end);
+        ssize_t n = r > 0 ? read(out, line + got, cap - 1 - got) : -1;
+        if (r == 0)
+            return -2;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        got += (size_t)n;
+    }
+    line[got] = 0;
+    line[strcspn(line, "\n")] = 0;
+    return 0;
+}
+
+/* What the coordinator's environment keeps of rank 0's (docs/work.md): the
+ * search path, for a COHORT_WORK_COORD that is a script; the loader's path,
+ * for libraries installed out of its default places; the sanitizers'
+ * options, for builds with them. Never the step's secret (the start record
+ * carries the key) nor any other variable of the user's. */
+static const char *const coord_env[] = {"PATH", "LD_LIBRARY_PATH", "ASAN_OPTIONS",
+                                        "LSAN_OPTIONS", "UBSAN_OPTIONS"};
+#define COORD_ENV_N (sizeof coord_env / sizeof *coord_env)
+
+/* The first entry of environ for each name of coord_env that is set, then
+ * NULL. */
+static void coord_environ(char *envp[COORD_ENV_N + 1])
+{
+    size_t k = 0;
+    for (size_t i = 0; i < COORD_ENV_N; i++) {
+        size_t len = strlen(coord_env[i]);
+        char **e = environ;
+        while (*e && (strncmp(*e, coord_env[i], len) != 0 || (*e)[len] != '='))
+            e++;
+        if (*e)
+            envp[k++] = *e;
+    }
+    envp[k] = NULL;
+}
+
+/* path started in a session of its own (no signal to the starter's group
+ * reaches it; it leads its own process group) with in and out as its
+ * standard input and output, and the environment of coord_environ. 0 with
+ * *pid, or an errno. */
+static int spawn(pid_t *pid, const char *path, int in, int out)
+{
+    char *envp[COORD_ENV_N + 1];
+    coord_environ(envp);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in, 0);
+    posix_spawn_file_actions_adddup2(&fa, out, 1);
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID);
+    char *argv[] = {(char *)path, NULL};
+    int e = posix_spawn(pid, path, &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    if (e != 0)
+        *pid = 0;
+    return e;
+}
+
+void coord_end(pid_t *pid)
+{
+    if (kill(-*pid, SIGKILL) < 0)
+        kill(*pid, SIGKILL);
+    long long end = net_now_ms() + COORD_END_MS;
+    for (int nap = 1;; nap = nap < 32 ? 2 * nap : 50) {
+        pid_t r = waitpid(*pid, NULL, WNOHANG);
+        if (r == *pid || (r < 0 && errno != EINTR)) {
+            *pid = 0;
+            return;
+        }
+        long long left = end - net_now_ms();
+        if (left <= 0)
+            return;
+        poll(NULL, 0, left < nap ? (int)left : nap);
+    }
+}
+
+void coord_start(const struct coord_config *cfg, const char *path, const char *role,
+                 int timeout_s, pid_t *pid, uint16_t *port, char *why, size_t len)
+{
+    uint8_t *rec = NULL;
+    size_t rec_len = 0;
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    *port = 0;
+    if (coord_config_encode(cfg, &rec, &rec_len) < 0 ||
+        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0 || pipe2(out, O_CLOEXEC) < 0) {
+        snprintf(why, len, "cannot start the coordinator: %s", strerror(errno));
+        goto done;
+    }
+    int e = spawn(pid, path, in[0], out[1]);
+    close(in[0]);
+    close(out[1]);
+    in[0] = out[1] = -1;
+    if (e != 0) {
+        snprintf(why, len, "cannot start the %s %s: %s (set COHORT_WORK_COORD to "
+                 "cohort-work-coord's path)", role, path, strerror(e));
+        goto done;
+    }
+    char line[COHORT_ERR_LEN + 16];
+    int rc = talk(&in[1], out[0], rec, rec_len, net_now_ms() + (long long)timeout_s * 1000,
+                  line, sizeof line);
+    unsigned p;
+    if (rc == 0 && strncmp(line, "error ", 6) == 0)
+        snprintf(why, len, "%.*s", (int)len - 1, line + 6);
+    else if (rc == 0 && sscanf(line, "%u", &p) == 1 && p > 0 && p < 65536)
+        *port = (uint16_t)p;
+    else if (rc == -2)
+        snprintf(why, len, "the %s %s did not start within %d s (stopped, or its node "
+                 "overloaded?): it was killed", role, path, timeout_s);
+    else
+        snprintf(why, len, "the %s %s exited as it started", role, path);
+    if (!*port && *pid > 0)
+        coord_end(pid);
+done:
+    if (rec)
+        explicit_bzero(rec, rec_len);
+    free(rec);
+    for (int i = 0; i < 2; i++) {
+        if (in[i] >= 0)
+            close(in[i]);
+        if (out[i] >= 0)
+            close(out[i]);
+    }
+}
+

@@ -1,0 +1,29 @@
+/* coord_start.h - a coordinator process (cohort-work-coord) started for
+ * a start record (coord_config.h): in a session of its own, with a
+ * minimal environment (never the step's secret: the record carries the
+ * key), the record on its standard input, and its one line back (its
+ * port, or "error WHY") by a deadline. A coordinator that failed or
+ * missed the deadline is killed and reaped. Used by libcohort's rank 0
+ * (work queues, stream sets) and by the first node's agent (the store). */
+#ifndef COHORT_COORD_START_H
+#define COHORT_COORD_START_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "coord_config.h"
+
+/* Starts path for cfg; role names it in messages ("work coordinator").
+ * *port and *pid, or *port 0 with why (the process ended, *pid 0 unless
+ * it could not be reaped within the deadline). */
+void coord_start(const struct coord_config *cfg, const char *path, const char *role,
+                 int timeout_s, pid_t *pid, uint16_t *port, char *why, size_t len);
+
+/* Ends a started coordinator's process group with SIGKILL (a stopped one
+ * takes it too) and reaps it, so that nothing it holds outlives it; waits
+ * 2 s at most (a process in an uninterruptible wait dies once that ends),
+ * *pid 0 once reaped. */
+void coord_end(pid_t *pid);
+
+#endif

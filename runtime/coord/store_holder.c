@@ -1,0 +1,220 @@
+/* store_holder.c - the step's store served to the node agents (see
+ * store_holder.h). */
+#include "store_holder.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_kv.h"
+#include "store_msg.h"
+#include "wire.h"
+
+#define HOLDER_WAIT_MS 1000 /* the longest poll: the join deadline looked at this often */
+
+struct store_holder {
+    const struct coord_config *cfg;
+    struct net *net;
+    struct store_kv *kv;
+    struct net_conn **agent;  /* per node */
+    uint32_t came, connected;
+    int64_t join_by;
+    bool oom;
+};
+
+/* A kv client: the agent's node and its number for the client. */
+static uint64_t client_of(uint32_t node, uint32_t c)
+{
+    return (uint64_t)node << 32 | c;
+}
+
+static void send_agent(struct store_holder *sh, uint64_t client, enum store_msg_op op,
+                       const void *p, size_t len)
+{
+    struct net_conn *c = sh->agent[client >> 32];
+    uint8_t *b = malloc(STORE_MSG_HEAD + len);
+    if (!b) {
+        sh->oom = true;
+        return;
+    }
+    store_msg_head(b, (uint32_t)client);
+    if (len)
+        memcpy(b + STORE_MSG_HEAD, p, len);
+    if (c && net_send(c, WIRE_STORE, (uint16_t)op, UINT32_MAX, b,
+                      (uint32_t)(STORE_MSG_HEAD + len)) < 0)
+        sh->oom = true;
+    free(b);
+}
+
+static int reply(void *ctx, uint64_t client, const uint8_t *p, size_t len)
+{
+    struct store_holder *sh = ctx;
+    send_agent(sh, client, STORE_REPLY, p, len);
+    return sh->oom ? -1 : 0;
+}
+
+int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
+                     struct cohort_err *err)
+{
+    struct store_holder *sh = calloc(1, sizeof *sh);
+    *out = sh;
+    if (!sh || !(sh->agent = calloc(cfg->num_nodes, sizeof *sh->agent)) ||
+        store_kv_new(reply, sh, &sh->kv) != STORE_OK)
+        return cohort_fail(err, "out of memory");
+    sh->cfg = cfg;
+    sh->join_by = net_now_ms() + (int64_t)cfg->join_timeout_s * 1000;
+    return 0;
+}
+
+void store_holder_free(struct store_holder *sh)
+{
+    if (!sh)
+        return;
+    store_kv_free(sh->kv);
+    free(sh->agent);
+    free(sh);
+}
+
+enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+{
+    struct store_holder *sh = ctx;
+    if (!coord_config_has_rank(sh->cfg, h))
+        return NET_DROP;
+    if (sh->agent[h->node]) {
+        cohort_fail_code(why, COHORT_E_CONFIG,
+                         "node %u has a store agent connected already", h->node);
+        return NET_REFUSE;
+    }
+    return NET_ADMIT;
+}
+
+/* Why a waiting rank's key may never come, for each rank still waiting. */
+struct why_note {
+    struct store_holder *sh;
+    const char *why;
+};
+
+static void note_waiter(void *ctx, uint64_t client, const uint8_t *key, size_t len)
+{
+    struct why_note *n = ctx;
+    char line[COHORT_ERR_LEN + 300];
+    int k = (int)(len > 200 ? 200 : len);
+    int l = snprintf(line, sizeof line, "cohort: store: %s while this rank waits for key "
+                     "'%.*s'; PyTorch ends the wait at its timeout", n->why, k, (const char *)key);
+    if (l > 0)
+        send_agent(n->sh, client, STORE_NOTE, line, (size_t)l < sizeof line ? (size_t)l
+                                                                             : sizeof line - 1);
+}
+
+static void tell_waiters(struct store_holder *sh, const char *why)
+{
+    struct why_note n = {sh, why};
+    store_kv_waiters(sh->kv, note_waiter, &n);
+}
+
+/* One frame of node's agent: 0, or -1 when it is not one of the store's. */
+static int request(struct store_holder *sh, uint32_t node, const struct wire_frame *f)
+{
+    uint32_t c;
+    const uint8_t *rest;
+    size_t len;
+    char why[COHORT_ERR_LEN];
+    if (f->type != WIRE_STORE || store_msg_get(f->payload, f->len, &c, &rest, &len) < 0)
+        return -1;
+    uint64_t client = client_of(node, c);
+    if (f->flags == STORE_GONE) {
+        store_kv_gone(sh->kv, client);
+    } else if (f->flags == STORE_ENDED && len == 4) {
+        uint32_t st = wire_get32(rest);
+        char how[64], text[128];
+        store_msg_status(st, how, sizeof how);
+        snprintf(text, sizeof text, "rank %u ended (%s)", c, how);
+        if (st != 0)
+            tell_waiters(sh, text);
+    } else if (f->flags == STORE_QUERY && len >= 1 && rest[0] <= TS_OP_MAX) {
+        int rc = store_kv_query(sh->kv, client, (enum ts_op)rest[0], rest + 1, len - 1, why,
+                                sizeof why);
+        if (rc == STORE_ENOMEM)
+            sh->oom = true;
+        if (rc == STORE_FAIL) {
+            store_kv_gone(sh->kv, client);
+            send_agent(sh, client, STORE_DROP, why, strlen(why));
+        }
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static void lost(struct store_holder *sh, uint32_t node)
+{
+    net_close(sh->net, sh->agent[node]);
+    sh->agent[node] = NULL;
+    sh->connected--;
+    store_kv_gone_group(sh->kv, node); /* its clients' waits end */
+    char text[96];
+    snprintf(text, sizeof text, "the store agent of node %u (and its ranks) is gone", node);
+    tell_waiters(sh, text);
+}
+
+/* Every whole frame node's agent sent. */
+static void serve(struct store_holder *sh, struct net_conn *c)
+{
+    struct wire_frame f;
+    struct cohort_err e;
+    int got;
+    uint32_t node = c->c.node;
+    while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
+        if (request(sh, node, &f) < 0) {
+            got = -1;
+            snprintf(e.msg, sizeof e.msg, "a frame of another kind or a malformed request");
+            break;
+        }
+        conn_consume(&c->c, &f);
+    }
+    if (got < 0) {
+        fprintf(stderr, "cohort: store holder: the agent of node %u sent what is not a "
+                        "request (%s): its connection is closed\n", node, e.msg);
+        lost(sh, node);
+    }
+}
+
+static void on_events(struct store_holder *sh, struct net_event *ev, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (ev[i].what & NET_EV_JOINED) {
+            sh->agent[ev[i].c->c.node] = ev[i].c;
+            sh->came++;
+            sh->connected++;
+        }
+    for (int i = 0; i < n; i++) {
+        struct net_conn *c = ev[i].c;
+        if (c->state != NET_READY || sh->agent[c->c.node] != c)
+            continue;
+        if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
+            serve(sh, c);
+        if ((ev[i].what & NET_EV_CLOSED) && sh->agent[c->c.node] == c)
+            lost(sh, c->c.node);
+    }
+}
+
+int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err *err)
+{
+    sh->net = net;
+    int64_t now = net_now_ms();
+    while (sh->connected || (sh->came < sh->cfg->num_nodes && now < sh->join_by)) {
+        struct net_event *ev;
+        int n = net_poll(net, HOLDER_WAIT_MS, &ev, err);
+        if (n < 0)
+            return -1;
+        on_events(sh, ev, n);
+        if (sh->oom)
+            return cohort_fail(err, "out of memory");
+        now = net_now_ms();
+    }
+    net_flush(net, net_now_ms() + 1000);
+    if (sh->cfg->verbose)
+        fprintf(stderr, "cohort: store: %lld keys; %u of %u node agents came\n",
+                (long long)store_kv_size(sh->kv), sh->came, sh->cfg->num_nodes);
+    return 0;
+}

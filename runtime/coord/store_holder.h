@@ -1,0 +1,29 @@
+/* store_holder.h - the step's store, served by the coordinator process
+ * (kind COORD_STORE) to the step's node agents: one authenticated
+ * connection per node, over which each agent relays the TCPStore queries
+ * of its node's ranks (store_msg.h) and the keys, values and waits are
+ * kept (store_kv.h). When a task ends abnormally, or a node's agent is
+ * gone, every rank still waiting is told which key it waits for and why it
+ * may never come (a note in its task's stderr); PyTorch's own timeout then
+ * ends the wait, as it would with its own store. */
+#ifndef COHORT_STORE_HOLDER_H
+#define COHORT_STORE_HOLDER_H
+
+#include "coord_config.h"
+#include "error.h"
+#include "net.h"
+
+struct store_holder;
+
+int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
+                     struct cohort_err *err);
+void store_holder_free(struct store_holder *sh);
+
+/* net's admit callback (ctx: the holder): one agent per node of the step. */
+enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+
+/* Serves until every agent that came has gone and the others are given up
+ * (the join deadline). 0, or -1 with err (out of memory, the event loop). */
+int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err *err);
+
+#endif

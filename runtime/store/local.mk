@@ -1,0 +1,7 @@
+## runtime/store/local.mk - the step's store (PyTorch's rendezvous served
+## by cohort): the TCPStore protocol, the keys and waits (no sockets, no
+## clock), and the frames between node agents and the store holder.
+noinst_LTLIBRARIES += runtime/store/libcohort_store.la
+runtime_store_libcohort_store_la_SOURCES = runtime/store/tcpstore.h runtime/store/tcpstore.c \
+	runtime/store/store_kv.h runtime/store/store_kv.c runtime/store/store_msg.h \
+	runtime/store/store_msg.c

@@ -1,0 +1,50 @@
+/* store_kv.h - the keys, values and waits of a step's store, as PyTorch's
+ * TCPStore serves them, with no socket and no clock: queries in (op and
+ * body, tcpstore.h), answers out through a callback, now or when a key a
+ * client waits for is set. Clients are numbers the caller gives. What
+ * TCPStore's server does not serve (it drops the client) is a failure with
+ * a sentence: a GET or MULTI_GET of a key not set, an ADD to a value that
+ * is not a number, a query the store does not serve (WATCH_KEY, the
+ * queues). Timeouts are the client's own, as with TCPStore: a wait here
+ * lasts until its keys are set, the client cancels it or goes. */
+#ifndef COHORT_STORE_KV_H
+#define COHORT_STORE_KV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcpstore.h"
+
+enum { STORE_OK = 0, STORE_FAIL = -1, STORE_ENOMEM = -2 };
+
+/* Sends an answer's bytes to a client: 0, or -1 when out of memory. */
+typedef int (*store_reply_fn)(void *ctx, uint64_t client, const uint8_t *p, size_t len);
+
+struct store_kv;
+
+/* An empty store answering through reply(ctx, ...). STORE_OK or STORE_ENOMEM. */
+int store_kv_new(store_reply_fn reply, void *ctx, struct store_kv **out);
+void store_kv_free(struct store_kv *kv);
+
+/* Serves one query of client (a body ts_next found whole): STORE_OK,
+ * STORE_FAIL with why (the client is to be dropped, as TCPStore drops
+ * it), or STORE_ENOMEM. */
+int store_kv_query(struct store_kv *kv, uint64_t client, enum ts_op op, const uint8_t *body,
+                   size_t len, char *why, size_t why_len);
+
+/* The client is gone: its wait ends unanswered. */
+void store_kv_gone(struct store_kv *kv, uint64_t client);
+
+/* Every client whose number's top 32 bits are group is gone. */
+void store_kv_gone_group(struct store_kv *kv, uint32_t group);
+
+/* Calls fn for each client waiting, with the first key it waits for that
+ * is not set. */
+void store_kv_waiters(const struct store_kv *kv,
+                      void (*fn)(void *ctx, uint64_t client, const uint8_t *key, size_t len),
+                      void *ctx);
+
+/* Keys set (what GETNUMKEYS answers). */
+int64_t store_kv_size(const struct store_kv *kv);
+
+#endif

@@ -1,0 +1,35 @@
+/* store_msg.h - the frames between a node agent and the step's store
+ * holder (WIRE_STORE, the operation in the frame's flags): every payload
+ * opens with the agent's number for one of its clients (a big-endian u32),
+ * then what the operation carries. */
+#ifndef COHORT_STORE_MSG_H
+#define COHORT_STORE_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum store_msg_op {
+    STORE_QUERY = 1, /* agent -> holder: client, the query's op (u8), its body */
+    STORE_GONE,      /* agent -> holder: client; it closed its connection */
+    STORE_ENDED,     /* agent -> holder: a task of its node ended: rank (in the
+                      * client's place), its wait status (u32) */
+    STORE_REPLY,     /* holder -> agent: client, the bytes to write to it */
+    STORE_DROP,      /* holder -> agent: client, a sentence: its query failed,
+                      * the connection is closed as TCPStore closes it */
+    STORE_NOTE,      /* holder -> agent: client, a sentence for its task's stderr */
+};
+
+#define STORE_MSG_HEAD 4 /* the client's number */
+
+/* Writes the client's number in front of a payload. */
+void store_msg_head(uint8_t out[STORE_MSG_HEAD], uint32_t client);
+
+/* Reads a payload's client and what follows it: 0, or -1 when it is
+ * shorter than the head. */
+int store_msg_get(const uint8_t *p, size_t len, uint32_t *client, const uint8_t **rest,
+                  size_t *rest_len);
+
+/* "killed by signal 9", "exit code 3", "exit code 0" for a wait status. */
+void store_msg_status(uint32_t status, char *buf, size_t len);
+
+#endif
