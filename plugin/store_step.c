@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,6 +136,7 @@ static void setup(struct store_step *s, bool user_set, uid_t uid, gid_t gid, con
         else
             line[0] = 0;
         unsigned port;
+        int status = 0;
         if (sscanf(line, "port %u", &port) == 1 && port > 0 && port < 65536) {
             s->port = (uint16_t)port;
             s->up = true;
@@ -142,6 +144,11 @@ static void setup(struct store_step *s, bool user_set, uid_t uid, gid_t gid, con
             in[1] = -1;
         } else if (strncmp(line, "error ", 6) == 0) {
             snprintf(s->error, sizeof s->error, "--cohort-store: the node agent: %.440s", line + 6);
+        } else if (mps_wait(s->pid, 500, &status)) {
+            s->pid = 0;
+            snprintf(s->error, sizeof s->error, "--cohort-store: the node agent %s exited as "
+                     "it started (exit code %d: not there, or not cohort's agent?)", agent,
+                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
         } else {
             snprintf(s->error, sizeof s->error, "--cohort-store: the node agent %s did not "
                      "start within %d s", agent, timeout_s);

@@ -92,6 +92,12 @@ TESTS += tests/unit/test_sched
 tests_unit_test_sched_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
 # The placement of streams on workers, on a simulated clock.
+check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv
+TESTS += tests/unit/test_tcpstore tests/unit/test_store_kv
+tests_unit_test_tcpstore_LDADD = runtime/store/libcohort_store.la runtime/net/libcohort_net.la \
+	$(UNIT_LDADD)
+tests_unit_test_store_kv_LDADD = $(tests_unit_test_tcpstore_LDADD)
+
 check_PROGRAMS += tests/unit/test_place tests/unit/test_place_model
 TESTS += tests/unit/test_place tests/unit/test_place_model
 tests_unit_test_place_LDADD = runtime/streams/libcohort_place.la $(UNIT_LDADD)
@@ -155,7 +161,7 @@ endif
 # The test cluster's directory (daemons' state and logs, kept after a run
 # for reading when something failed).
 clean-local:
-	rm -rf tests/cluster-run tests/python-cluster-run tests/mps-run tests/topo-cache-run \
+	rm -rf tests/cluster-run tests/python-cluster-run tests/store-run tests/mps-run tests/topo-cache-run \
 		bench-cluster demo-cluster
 
 # Hardening of what runs in slurmstepd or in jobs (relro/now, stack
@@ -188,6 +194,9 @@ tests_unit_test_output_LDADD = runtime/work/libcohort_work_output.la \
 # against the headers (pytest, as TAP); the two PyTorch examples on the
 # test cluster.
 check_PROGRAMS += tests/python/layout
+TESTS += tests/store.sh
+EXTRA_DIST += tests/store.sh tests/store/store_ops.py tests/store/store_kill.py \
+	tests/store/store_stranger.py tests/store/stranger.py
 TESTS += tests/python.sh tests/python-cluster.sh
 EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \

@@ -20,6 +20,9 @@ struct store_holder {
     uint32_t came, connected;
     int64_t join_by;
     bool oom;
+    char gone[128];           /* the first rank (or node) gone before its time; "": none */
+    uint64_t *noted;          /* clients told of it already */
+    size_t n_noted, cap_noted;
 };
 
 /* A kv client: the agent's node and its number for the client. */
@@ -71,6 +74,7 @@ void store_holder_free(struct store_holder *sh)
     if (!sh)
         return;
     store_kv_free(sh->kv);
+    free(sh->noted);
     free(sh->agent);
     free(sh);
 }
@@ -88,28 +92,47 @@ enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, struct co
     return NET_ADMIT;
 }
 
-/* Why a waiting rank's key may never come, for each rank still waiting. */
-struct why_note {
-    struct store_holder *sh;
-    const char *why;
-};
-
-static void note_waiter(void *ctx, uint64_t client, const uint8_t *key, size_t len)
+/* Whether client was told of sh->gone; marks it told. */
+static bool told(struct store_holder *sh, uint64_t client)
 {
-    struct why_note *n = ctx;
-    char line[COHORT_ERR_LEN + 300];
-    int k = (int)(len > 200 ? 200 : len);
-    int l = snprintf(line, sizeof line, "cohort: store: %s while this rank waits for key "
-                     "'%.*s'; PyTorch ends the wait at its timeout", n->why, k, (const char *)key);
-    if (l > 0)
-        send_agent(n->sh, client, STORE_NOTE, line, (size_t)l < sizeof line ? (size_t)l
-                                                                             : sizeof line - 1);
+    for (size_t i = 0; i < sh->n_noted; i++)
+        if (sh->noted[i] == client)
+            return true;
+    if (sh->n_noted == sh->cap_noted) {
+        size_t cap = sh->cap_noted ? 2 * sh->cap_noted : 64;
+        uint64_t *n = realloc(sh->noted, cap * sizeof *n);
+        if (!n)
+            return false;
+        sh->noted = n;
+        sh->cap_noted = cap;
+    }
+    sh->noted[sh->n_noted++] = client;
+    return false;
 }
 
-static void tell_waiters(struct store_holder *sh, const char *why)
+/* A client waiting for key while a rank is gone is told once, in its
+ * task's stderr, which key it waits for and who is gone. */
+static void note_waiter(void *ctx, uint64_t client, const uint8_t *key, size_t len)
 {
-    struct why_note n = {sh, why};
-    store_kv_waiters(sh->kv, note_waiter, &n);
+    struct store_holder *sh = ctx;
+    if (!sh->gone[0] || told(sh, client))
+        return;
+    char line[COHORT_ERR_LEN + 300];
+    int k = (int)(len > 200 ? 200 : len);
+    int l = snprintf(line, sizeof line, "cohort: store: %s; this rank waits for key '%.*s', "
+                     "which may never come: PyTorch ends the wait at its timeout", sh->gone, k,
+                     (const char *)key);
+    if (l > 0)
+        send_agent(sh, client, STORE_NOTE, line, (size_t)l < sizeof line ? (size_t)l
+                                                                         : sizeof line - 1);
+}
+
+/* Something is gone (the first thing gone is named): every waiter told. */
+static void gone(struct store_holder *sh, const char *what)
+{
+    if (!sh->gone[0])
+        snprintf(sh->gone, sizeof sh->gone, "%s", what);
+    store_kv_waiters(sh->kv, note_waiter, sh);
 }
 
 /* One frame of node's agent: 0, or -1 when it is not one of the store's. */
@@ -130,15 +153,19 @@ static int request(struct store_holder *sh, uint32_t node, const struct wire_fra
         store_msg_status(st, how, sizeof how);
         snprintf(text, sizeof text, "rank %u ended (%s)", c, how);
         if (st != 0)
-            tell_waiters(sh, text);
+            gone(sh, text);
     } else if (f->flags == STORE_QUERY && len >= 1 && rest[0] <= TS_OP_MAX) {
         int rc = store_kv_query(sh->kv, client, (enum ts_op)rest[0], rest + 1, len - 1, why,
                                 sizeof why);
         if (rc == STORE_ENOMEM)
             sh->oom = true;
+        const uint8_t *key;
+        size_t klen;
         if (rc == STORE_FAIL) {
             store_kv_gone(sh->kv, client);
             send_agent(sh, client, STORE_DROP, why, strlen(why));
+        } else if (sh->gone[0] && store_kv_waiting(sh->kv, client, &key, &klen)) {
+            note_waiter(sh, client, key, klen); /* a wait begun after the loss */
         }
     } else {
         return -1;
@@ -153,8 +180,8 @@ static void lost(struct store_holder *sh, uint32_t node)
     sh->connected--;
     store_kv_gone_group(sh->kv, node); /* its clients' waits end */
     char text[96];
-    snprintf(text, sizeof text, "the store agent of node %u (and its ranks) is gone", node);
-    tell_waiters(sh, text);
+    snprintf(text, sizeof text, "the store agent of node %u is gone, its ranks with it", node);
+    gone(sh, text);
 }
 
 /* Every whole frame node's agent sent. */

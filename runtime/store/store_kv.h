@@ -10,6 +10,7 @@
 #ifndef COHORT_STORE_KV_H
 #define COHORT_STORE_KV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,10 @@ void store_kv_gone_group(struct store_kv *kv, uint32_t group);
 void store_kv_waiters(const struct store_kv *kv,
                       void (*fn)(void *ctx, uint64_t client, const uint8_t *key, size_t len),
                       void *ctx);
+
+/* Whether client waits, with the first key it waits for that is not set. */
+bool store_kv_waiting(const struct store_kv *kv, uint64_t client, const uint8_t **key,
+                      size_t *len);
 
 /* Keys set (what GETNUMKEYS answers). */
 int64_t store_kv_size(const struct store_kv *kv);
