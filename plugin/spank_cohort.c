@@ -23,6 +23,7 @@
 #include "store_step.h"
 #include "plugin_args.h"
 #include "spank_env.h"
+#include "spank_opts.h"
 #include "route.h"
 #include "step.h"
 #include "text_file.h"
@@ -33,14 +34,8 @@ SPANK_PLUGIN(cohort, 1);
 
 #define BATCH_OR_SPECIAL_STEP 0xfffffff0u /* batch, extern, interactive steps */
 
-static struct plugin_args args;
+struct plugin_args site_args; /* the site's (spank_opts.h) */
 static char args_error[COHORT_ERR_LEN];
-static int opt_mode = -1; /* --cohort, -1 when not given */
-static int opt_verbose;
-static bool opt_mps_given; /* --cohort-mps[=VALUE] */
-static char *opt_mps;      /* its value, NULL without one */
-static bool opt_store_given; /* --cohort-store[=VALUE] */
-static char *opt_store;      /* its value, NULL without one */
 
 /* slurmstepd state, from user_init to the forked tasks */
 static enum cohort_plugin_mode mode = PLUGIN_MODE_OFF;
@@ -89,89 +84,6 @@ static const char *const plan_vars[] = {
     "COHORT_MODE", "COHORT_BOOTSTRAP_PORT", "COHORT_GPUS", "COHORT_CPUS",
     "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"};
 
-/* An option's value as its callback gets it: sbatch and salloc pass their
- * options to the job's sruns in SLURM_SPANK_OPTION_* variables, where an
- * option given without a value reads "(null)"; that is no value. */
-static const char *option_value(const char *optarg)
-{
-    return optarg && strcmp(optarg, "(null)") != 0 ? optarg : NULL;
-}
-
-static int opt_cohort_cb(int val, const char *optarg, int remote)
-{
-    enum cohort_plugin_mode m;
-    struct cohort_err err;
-    (void)val;
-    optarg = option_value(optarg);
-    if (plugin_mode_parse(optarg ? optarg : "", &m, &err) < 0) {
-        if (!remote)
-            slurm_error("cohort: --cohort=%s: %s", optarg ? optarg : "", err.msg);
-        return -1;
-    }
-    opt_mode = (int)m;
-    return 0;
-}
-
-static int opt_verbose_cb(int val, const char *optarg, int remote)
-{
-    (void)val;
-    (void)optarg;
-    (void)remote;
-    opt_verbose = 1;
-    return 0;
-}
-
-static int opt_mps_cb(int val, const char *optarg, int remote)
-{
-    struct mps_args m;
-    struct cohort_err err;
-    (void)val;
-    optarg = option_value(optarg);
-    if (mps_step_want(&args, NULL, true, optarg, &m, &err) < 0) {
-        if (!remote)
-            slurm_error("cohort: %s", err.msg);
-        return -1;
-    }
-    free(opt_mps);
-    opt_mps = optarg ? strdup(optarg) : NULL;
-    opt_mps_given = true;
-    return 0;
-}
-
-static int opt_store_cb(int val, const char *optarg, int remote)
-{
-    bool on;
-    struct cohort_err err;
-    (void)val;
-    optarg = option_value(optarg);
-    if (store_step_want(&args, NULL, true, optarg, &on, &err) < 0) {
-        if (!remote)
-            slurm_error("cohort: %s", err.msg);
-        return -1;
-    }
-    free(opt_store);
-    opt_store = optarg ? strdup(optarg) : NULL;
-    opt_store_given = true;
-    return 0;
-}
-
-static struct spank_option options[] = {
-    {"cohort", "MODE",
-     "cohort: off, env (variables only), train or infer (variables, GPU, CPU and memory "
-     "binding); default set by the site",
-     1, 0, opt_cohort_cb},
-    {"cohort-verbose", NULL, "cohort: each task prints its plan as one line on stderr", 0, 0,
-     opt_verbose_cb},
-    {"cohort-mps", "[yes|no|threads=PCT,mem=SIZE]",
-     "cohort: in infer mode, run the tasks sharing a GPU under an MPS daemon of the step", 2, 0,
-     opt_mps_cb},
-    {"cohort-store", "[yes|no]",
-     "cohort: serve PyTorch's store (init_process_group's env:// rendezvous) from cohort's "
-     "node agents, authenticated, instead of a TCPStore on rank 0",
-     2, 0, opt_store_cb},
-    SPANK_OPTIONS_TABLE_END,
-};
-
 /* The GPU variables as one string, to tell whether a task sees other ones
  * than the node plan was made with. */
 static void gpu_key(const struct envlist *env, char *buf, size_t len)
@@ -195,8 +107,8 @@ static int set_var(const char *name, const char *value, void *sp)
 static void cache_at_start(void)
 {
     struct cohort_err err;
-    if (!args.topology[0] && args.topology_cache[0] &&
-        topo_cache_refresh(args.topology_cache, &err) < 0)
+    if (!site_args.topology[0] && site_args.topology_cache[0] &&
+        topo_cache_refresh(site_args.topology_cache, &err) < 0)
         slurm_info("cohort: no topology cache: %s (steps discover the topology)", err.msg);
 }
 
@@ -204,7 +116,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 {
     struct cohort_err err;
     args_error[0] = '\0';
-    if (plugin_args_parse(ac, av, &args, &err) < 0) {
+    if (plugin_args_parse(ac, av, &site_args, &err) < 0) {
         snprintf(args_error, sizeof args_error, "%s", err.msg);
         slurm_error("cohort: plugstack.conf: %s; cohort is disabled", err.msg);
         /* never fail init: that would drain nodes and break every job; the
@@ -212,7 +124,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
     } else if (spank_context() == S_CTX_SLURMD) {
         cache_at_start();
     }
-    for (struct spank_option *o = options; o->name; o++)
+    for (struct spank_option *o = cohort_options; o->name; o++)
         if (spank_option_register(sp, o) != ESPANK_SUCCESS)
             slurm_verbose("cohort: cannot register --%s here", o->name);
     return 0;
@@ -221,9 +133,9 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 /* The step's mode: --cohort, else COHORT_MODE, else the site default. */
 static int effective_mode(spank_t sp, enum cohort_plugin_mode *m, struct cohort_err *err)
 {
-    *m = args.default_mode;
-    if (opt_mode >= 0) {
-        *m = (enum cohort_plugin_mode)opt_mode;
+    *m = site_args.default_mode;
+    if (job_opts.mode >= 0) {
+        *m = (enum cohort_plugin_mode)job_opts.mode;
         return 0;
     }
     /* in slurmstepd: the job's COHORT_MODE (an --export=...,COHORT_MODE=
@@ -250,8 +162,8 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     bool store_on;
     if (effective_mode(sp, &m, &err) < 0 ||
         (m != PLUGIN_MODE_OFF &&
-         (mps_step_want(&args, getenv("COHORT_MPS"), opt_mps_given, opt_mps, &want, &err) < 0 ||
-          store_step_want(&args, getenv("COHORT_STORE"), opt_store_given, opt_store, &store_on,
+         (mps_step_want(&site_args, getenv("COHORT_MPS"), job_opts.mps_given, job_opts.mps, &want, &err) < 0 ||
+          store_step_want(&site_args, getenv("COHORT_STORE"), job_opts.store_given, job_opts.store, &store_on,
                           &err) < 0))) {
         slurm_error("cohort: %s", err.msg);
         return -1;
@@ -291,7 +203,7 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
     forward("COHORT_VERBOSE", SRUN_VERBOSE);
     forward("COHORT_MPS", SRUN_MPS);
     forward("COHORT_STORE", SRUN_STORE);
-    if (effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF || args.secret_munge)
+    if (effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF || site_args.secret_munge)
         return 0; /* secret=munge: nothing secret in the launch message */
     const char *secret = getenv("COHORT_SECRET");
     if (!secret && !made[0]) {
@@ -341,7 +253,7 @@ static int make_plan(spank_t sp, struct cohort_err *err)
     policy_init(&pol);
     pol.mode = mode == PLUGIN_MODE_INFER ? COHORT_MODE_INFER : COHORT_MODE_TRAIN;
     pol.bind = mode != PLUGIN_MODE_ENV;
-    pol.ports = args.ports;
+    pol.ports = site_args.ports;
     int rc = -1;
     static const char *const secret_var[] = {"COHORT_SECRET"}; /* keys the bootstrap port */
     if (collect_env(sp, &env, plan_vars, sizeof plan_vars / sizeof *plan_vars) < 0 ||
@@ -376,11 +288,11 @@ static int load_topology(struct cohort_err *err)
 {
     cache_stale = false;
     topo_note[0] = '\0';
-    if (args.topology[0])
-        return topology_load_lean(args.topology, true, &topo, err);
-    if (args.topology_cache[0]) {
+    if (site_args.topology[0])
+        return topology_load_lean(site_args.topology, true, &topo, err);
+    if (site_args.topology_cache[0]) {
         char why[256];
-        if (topo_cache_load(args.topology_cache, &topo, why, sizeof why) == 0) {
+        if (topo_cache_load(site_args.topology_cache, &topo, why, sizeof why) == 0) {
             snprintf(topo_note, sizeof topo_note, "topology from the node's cache");
             return 0;
         }
@@ -460,11 +372,11 @@ static void setup_mps(spank_t sp, const char *srun_mps)
     struct mps_args want;
     struct cohort_err err;
     char *v = get_env(sp, "COHORT_MPS");
-    if (mps_step_want(&args, v ? v : srun_mps, opt_mps_given, opt_mps, &want, &err) < 0) {
+    if (mps_step_want(&site_args, v ? v : srun_mps, job_opts.mps_given, job_opts.mps, &want, &err) < 0) {
         mps.want.on = true; /* asked for, wrongly: each task says so */
         snprintf(mps.error, sizeof mps.error, "%s", err.msg);
     } else {
-        mps_step_setup(sp, &args, &want, plan, &mps);
+        mps_step_setup(sp, &site_args, &want, plan, &mps);
     }
     free(v);
 }
@@ -494,11 +406,11 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     }
     if (mode == PLUGIN_MODE_OFF)
         goto out;
-    give_secret(sp, args.secret_munge ? NULL : secret);
+    give_secret(sp, site_args.secret_munge ? NULL : secret);
     char *v = get_env(sp, "COHORT_VERBOSE");
     const char *vv = v ? v : srun_verbose;
-    verbose = opt_verbose || (vv && strcmp(vv, "0") != 0 && *vv);
-    if (opt_verbose && !v) /* for what runs in the tasks: the work coordinator's progress */
+    verbose = job_opts.verbose || (vv && strcmp(vv, "0") != 0 && *vv);
+    if (job_opts.verbose && !v) /* for what runs in the tasks: the work coordinator's progress */
         spank_setenv(sp, "COHORT_VERBOSE", "1", 0);
     free(v);
     double start = now_ms();
@@ -509,7 +421,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         slurm_verbose("cohort: job %u: %s", step.job_id, err.msg); /* the tasks say it */
     } else {
         setup_mps(sp, srun_mps);
-        store_step_start(&store, sp, &args, srun_store, opt_store_given, opt_store, &step, plan,
+        store_step_start(&store, sp, &site_args, srun_store, job_opts.store_given, job_opts.store, &step, plan,
                          node_gtids, verbose);
     }
 out:
@@ -526,7 +438,7 @@ out:
  * the task fails instead. */
 static int task_problem(const char *what, const char *without)
 {
-    if (args.strict) {
+    if (site_args.strict) {
         slurm_error("cohort: %s", what);
         return -1;
     }
@@ -572,7 +484,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     }
     char note[1024] = "", mps_note[256];
     if (mode != PLUGIN_MODE_ENV &&
-        apply_binding(topo, t, args.membind, note, sizeof note, &err) < 0 &&
+        apply_binding(topo, t, site_args.membind, note, sizeof note, &err) < 0 &&
         task_problem(err.msg, "that binding") < 0)
         return -1;
     if (mps_step_task(sp, &mps, plan, (uint32_t)local, mps_note, sizeof mps_note) == 1 &&
@@ -617,14 +529,11 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     (void)av;
     mps_step_end(&mps);
     store_step_end(&store);
-    free(opt_mps);
-    opt_mps = NULL;
-    free(opt_store);
-    opt_store = NULL;
+    job_opts_free();
     free(node_gtids);
     node_gtids = NULL;
     struct cohort_err err;
-    if (cache_stale && geteuid() == 0 && topo_cache_refresh(args.topology_cache, &err) < 0)
+    if (cache_stale && geteuid() == 0 && topo_cache_refresh(site_args.topology_cache, &err) < 0)
         slurm_verbose("cohort: %s", err.msg);
     cache_stale = false;
     plan_free(plan);
