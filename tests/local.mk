@@ -92,11 +92,13 @@ TESTS += tests/unit/test_sched
 tests_unit_test_sched_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
 # The placement of streams on workers, on a simulated clock.
-check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv
-TESTS += tests/unit/test_tcpstore tests/unit/test_store_kv
+check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model
+TESTS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model
+EXTRA_DIST += tests/unit/store_kv_test.h
 tests_unit_test_tcpstore_LDADD = runtime/store/libcohort_store.la runtime/net/libcohort_net.la \
 	$(UNIT_LDADD)
 tests_unit_test_store_kv_LDADD = $(tests_unit_test_tcpstore_LDADD)
+tests_unit_test_store_kv_model_LDADD = $(tests_unit_test_tcpstore_LDADD)
 
 check_PROGRAMS += tests/unit/test_place tests/unit/test_place_model
 TESTS += tests/unit/test_place tests/unit/test_place_model
@@ -194,9 +196,10 @@ tests_unit_test_output_LDADD = runtime/work/libcohort_work_output.la \
 # against the headers (pytest, as TAP); the two PyTorch examples on the
 # test cluster.
 check_PROGRAMS += tests/python/layout
-TESTS += tests/store.sh
-EXTRA_DIST += tests/store.sh tests/store/store_ops.py tests/store/store_kill.py \
-	tests/store/store_stranger.py tests/store/stranger.py
+TESTS += tests/store-local.sh tests/store.sh
+EXTRA_DIST += tests/store-local.sh tests/store.sh tests/store/store_ops.py \
+	tests/store/store_kill.py tests/store/store_stranger.py tests/store/stranger.py \
+	tests/store/store_client.py tests/store/store_pg.py
 TESTS += tests/python.sh tests/python-cluster.sh
 EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \

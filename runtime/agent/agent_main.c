@@ -127,10 +127,11 @@ static int start_holder(struct agent *a, const struct envlist *env, struct cohor
     snprintf(cfg.name, sizeof cfg.name, "PyTorch's");
     const char *path = envlist_get(env, "COHORT_WORK_COORD");
     uint16_t port = 0;
+    char why[COHORT_ERR_LEN - 40];
     coord_start(&cfg, path && *path ? path : COHORT_WORK_COORD_PATH, "store holder",
-                a->timeout_s, &a->holder, &port, err->msg, sizeof err->msg);
+                a->timeout_s, &a->holder, &port, why, sizeof why);
     explicit_bzero(&cfg.key, sizeof cfg.key);
-    return port ? 0 : -1;
+    return port ? 0 : cohort_fail(err, "the step's store holder: %s", why);
 }
 
 /* The plugin's lines: "ended RANK STATUS". */

@@ -30,6 +30,7 @@ struct waiter {               /* a client's wait */
     uint64_t client;
     size_t left;              /* its keys not set yet */
     struct entry **on;        /* the entries it waits for */
+    bool *counted;            /* per entry: set since, counted in left */
     size_t n_on;
 };
 
@@ -77,6 +78,7 @@ void store_kv_free(struct store_kv *kv)
         for (struct waiter *w = kv->w[i], *next; w; w = next) {
             next = w->next;
             free(w->on);
+            free(w->counted);
             free(w);
         }
     free(kv->b);
@@ -143,6 +145,7 @@ static void waiter_drop(struct waiter **slot)
     struct waiter *w = *slot;
     *slot = w->next;
     free(w->on);
+    free(w->counted);
     free(w);
 }
 
@@ -165,7 +168,14 @@ static int wake(struct store_kv *kv, struct entry *e)
     int rc = STORE_OK;
     for (size_t i = 0; i < e->n_waiting; i++) {
         struct waiter **slot = waiter_slot(kv, e->waiting[i]);
-        if (*slot && --(*slot)->left == 0) {
+        if (!*slot)
+            continue;
+        for (size_t j = 0; j < (*slot)->n_on; j++)
+            if ((*slot)->on[j] == e && !(*slot)->counted[j]) {
+                (*slot)->counted[j] = true;
+                break;
+            }
+        if (--(*slot)->left == 0) {
             waiter_drop(slot);
             if (answer_byte(kv, e->waiting[i], TS_STOP_WAITING) < 0)
                 rc = STORE_ENOMEM;
@@ -198,6 +208,8 @@ void store_kv_gone(struct store_kv *kv, uint64_t client)
         return;
     for (size_t i = 0; i < (*slot)->n_on; i++) {
         struct entry *e = (*slot)->on[i];
+        if ((*slot)->counted[i])
+            continue; /* it left e's list when e was set */
         for (size_t j = 0; j < e->n_waiting; j++)
             if (e->waiting[j] == client) {
                 e->waiting[j] = e->waiting[--e->n_waiting];
@@ -224,7 +236,7 @@ void store_kv_waiters(const struct store_kv *kv,
     for (size_t i = 0; i < WAITER_BUCKETS; i++)
         for (const struct waiter *w = kv->w[i]; w; w = w->next)
             for (size_t j = 0; j < w->n_on; j++)
-                if (!w->on[j]->set) {
+                if (!w->counted[j]) {
                     fn(ctx, w->client, w->on[j]->key, w->on[j]->klen);
                     break;
                 }
@@ -235,7 +247,7 @@ bool store_kv_waiting(const struct store_kv *kv, uint64_t client, const uint8_t 
 {
     for (const struct waiter *w = kv->w[client % WAITER_BUCKETS]; w; w = w->next)
         for (size_t j = 0; w->client == client && j < w->n_on; j++)
-            if (!w->on[j]->set) {
+            if (!w->counted[j]) {
                 *key = w->on[j]->key;
                 *len = w->on[j]->klen;
                 return true;
@@ -275,7 +287,10 @@ static int wait_keys(struct store_kv *kv, uint64_t client, struct ts_cursor c, u
 {
     store_kv_gone(kv, client); /* a client waits once at a time */
     struct waiter *w = calloc(1, sizeof *w);
-    if (!w || !(w->on = calloc(n ? n : 1, sizeof *w->on))) {
+    if (!w || !(w->on = calloc(n ? n : 1, sizeof *w->on)) ||
+        !(w->counted = calloc(n ? n : 1, sizeof *w->counted))) {
+        if (w)
+            free(w->on);
         free(w);
         return STORE_ENOMEM;
     }
@@ -327,14 +342,17 @@ static int add(struct store_kv *kv, uint64_t client, struct entry *e, int64_t de
 {
     int64_t v = delta;
     if (e->set) {
-        char num[32];
-        size_t n = e->vlen < sizeof num - 1 ? e->vlen : sizeof num - 1;
-        memcpy(num, e->val, n);
-        num[n] = 0;
-        char *end;
+        char *num = malloc(e->vlen + 1), *end;
+        if (!num)
+            return STORE_ENOMEM;
+        if (e->vlen)
+            memcpy(num, e->val, e->vlen);
+        num[e->vlen] = 0;
         errno = 0;
         long long cur = strtoll(num, &end, 10);
-        if (end == num || errno)
+        bool bad = end == num || errno;
+        free(num);
+        if (bad)
             return fail(why, len, "ADD to key '%.*s', whose value is not a number", e->key,
                         e->klen);
         v = (int64_t)((uint64_t)cur + (uint64_t)delta);

@@ -39,13 +39,15 @@ void store_kv_gone(struct store_kv *kv, uint64_t client);
 /* Every client whose number's top 32 bits are group is gone. */
 void store_kv_gone_group(struct store_kv *kv, uint32_t group);
 
-/* Calls fn for each client waiting, with the first key it waits for that
- * is not set. */
+/* Calls fn for each client waiting, with the first of its keys whose set
+ * it still waits for (a key set since the wait began counts, even if
+ * deleted after). */
 void store_kv_waiters(const struct store_kv *kv,
                       void (*fn)(void *ctx, uint64_t client, const uint8_t *key, size_t len),
                       void *ctx);
 
-/* Whether client waits, with the first key it waits for that is not set. */
+/* Whether client waits, with the first of its keys whose set it still
+ * waits for. */
 bool store_kv_waiting(const struct store_kv *kv, uint64_t client, const uint8_t **key,
                       size_t *len);
 

@@ -60,13 +60,13 @@ int ts_u32(struct ts_cursor *c, uint32_t *v)
 
 int ts_string(struct ts_cursor *c, const uint8_t **s, size_t *n)
 {
-    uint64_t len;
-    if (ts_u64(c, &len) < 0 || len > c->left)
+    if (c->left < 8 || ts_get64(c->p) > c->left - 8)
         return -1;
-    *s = c->p;
+    uint64_t len = ts_get64(c->p);
+    *s = c->p + 8;
     *n = (size_t)len;
-    c->p += len;
-    c->left -= (size_t)len;
+    c->p += 8 + len;
+    c->left -= 8 + (size_t)len;
     return 0;
 }
 
@@ -122,6 +122,8 @@ static int take_list(struct ts_cursor *c, bool pairs)
 int ts_body_len(enum ts_op op, const uint8_t *p, size_t len, size_t *used)
 {
     struct ts_cursor c = {p, len};
+    if ((unsigned)op > TS_OP_MAX)
+        return -1;
     for (int i = 0; i < 4 && shapes[op][i] != F_END; i++) {
         int r;
         switch (shapes[op][i]) {
