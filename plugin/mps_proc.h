@@ -1,4 +1,5 @@
-/* mps_proc.h - the processes around a step's MPS daemon, from slurmstepd:
+/* mps_proc.h - the processes the plugin starts for a step from slurmstepd
+ * (the MPS daemon, the store's node agent):
  * a child turned into the job's user for good (ids, groups, signals, OOM
  * score, groups, descriptors: nothing of slurmstepd's), waits with deadlines, and
  * the kill of what a daemon leaves, by pidfd so that a reused pid is never

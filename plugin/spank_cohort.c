@@ -34,7 +34,6 @@ SPANK_PLUGIN(cohort, 1);
 
 #define BATCH_OR_SPECIAL_STEP 0xfffffff0u /* batch, extern, interactive steps */
 
-struct plugin_args site_args; /* the site's (spank_opts.h) */
 static char args_error[COHORT_ERR_LEN];
 
 /* slurmstepd state, from user_init to the forked tasks */

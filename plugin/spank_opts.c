@@ -9,6 +9,7 @@
 #include "store_step.h"
 
 struct job_opts job_opts = {.mode = -1};
+struct plugin_args site_args;
 
 void job_opts_free(void)
 {

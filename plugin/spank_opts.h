@@ -21,7 +21,8 @@ struct job_opts {
 
 extern struct job_opts job_opts;
 
-/* The site's plugstack.conf arguments (spank_cohort.c parses them). */
+/* The site's plugstack.conf arguments (slurm_spank_init parses them
+ * into it; the options are checked against them). */
 extern struct plugin_args site_args;
 
 /* The options to register, ended by SPANK_OPTIONS_TABLE_END. */

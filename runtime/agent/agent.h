@@ -1,7 +1,7 @@
 /* agent.h - what the parts of cohort-agent, the node agent, share: its
- * state, and the helpers agent_main.c (start, the loop), agent_up.c (the
- * link to the store holder) and agent_local.c (the node's TCPStore
- * clients) offer each other. Not for other modules. */
+ * state, and the helpers agent_main.c (start, the loop), agent_local.c
+ * (the node's TCPStore clients, and the holder's answers to them) and
+ * agent_up.c (the link to the store holder) offer each other. Not for other modules. */
 #ifndef COHORT_AGENT_H
 #define COHORT_AGENT_H
 
@@ -55,8 +55,6 @@ struct agent {
 /* agent_up.c: dials the holder (its deadline the step's timeout). 0, or
  * -1 with err. */
 int agent_up_start(struct agent *a, struct cohort_err *err);
-/* A round of the holder's link: its events since the last net_poll. */
-void agent_up_events(struct agent *a, struct net_event *ev, int n);
 /* Sends a frame to the holder: 0, or -1 (out of memory, or no link). */
 int agent_up_send(struct agent *a, uint16_t op, uint32_t client, const uint8_t *p1,
                   size_t n1, const uint8_t *p2, size_t n2);
@@ -78,6 +76,9 @@ void agent_local_write(struct agent *a, struct client *c, const uint8_t *p, size
 void agent_local_note(struct agent *a, struct client *c, const char *line, bool drop);
 /* Closes what is gone or done; frees their slots. */
 void agent_local_sweep(struct agent *a);
+/* A round of the holder's link (its events since the last net_poll): its
+ * answers to the clients, its failure told to each. */
+void agent_local_up_events(struct agent *a, struct net_event *ev, int n);
 
 /* peer.c: the uid and socket inode of the loopback TCP client connected
  * to fd (the kernel's socket diagnostics): 0, or -1. */

@@ -191,7 +191,7 @@ static void serve(struct agent *a)
         struct cohort_err e;
         int n = net_poll(a->net, 0, &ev, &e);
         if (n > 0)
-            agent_up_events(a, ev, n);
+            agent_local_up_events(a, ev, n);
         size_t served = a->n_c; /* clients accepted below are polled next round */
         for (size_t i = 0; i < served; i++)
             if (p[3 + i].revents)

@@ -69,7 +69,7 @@ static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end,
     return 0;
 }
 
-/* What the coordinator's environment keeps of rank 0's (docs/work.md): the
+/* What the coordinator's environment keeps of its starter's (docs/work.md): the
  * search path, for a COHORT_WORK_COORD that is a script; the loader's path,
  * for libraries installed out of its default places; the sanitizers'
  * options, for builds with them. Never the step's secret (the start record
