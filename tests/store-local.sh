@@ -41,7 +41,8 @@ agent() {
 # done_agent NAME: its input closed (the step ends on its node).
 done_agent() { local fd; eval "fd=\$fd_$1"; exec {fd}>&-; }
 # ranks OUT FIRST COUNT SIZE PORT SCRIPT ARGS...: ranks FIRST.. of SIZE
-# through the agent at PORT, as the plugin's variables make them; waits.
+# through the agent at PORT, as the plugin's variables make them; waits;
+# their output in OUT and OUT.err.
 ranks() {
     local out=$1 first=$2 count=$3 size=$4 port=$5 pids=() r
     shift 5
@@ -49,10 +50,14 @@ ranks() {
         RANK=$r WORLD_SIZE=$size LOCAL_RANK=$((r - first)) MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
             TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RESTART_COUNT=0 OMP_NUM_THREADS=1 \
             NCCL_HOSTID=cohort-test-$r GLOO_SOCKET_IFNAME=lo timeout 120 "$py" "$@" \
-            >>"$out" 2>>"$out.err" &
+            >"$out.$r" 2>"$out.err.$r" &
         pids+=($!)
     done
     wait "${pids[@]}"
+    for r in $(seq "$first" $((first + count - 1))); do # a file each: lines never interleave
+        cat "$out.$r" >>"$out"
+        cat "$out.err.$r" >>"$out.err"
+    done
 }
 cleanup() { for p in "${agents[@]}"; do kill -9 "$p" 2>/dev/null; done; pkill -9 -f "cohort-work-coord" -U "$(id -u)" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -113,7 +118,7 @@ victim=$!
 COHORT_TEST_VICTIM=3 COHORT_TEST_TIMEOUT=10 ranks "$tmp/kill" 0 3 4 "$port_kill" "$scripts/store_kill.py"
 wait $victim
 failed=$(grep -c '^failed [0-2]: ' "$tmp/kill")
-named=$(grep -c "^cohort: store: rank 3 ended (killed by signal 9); this rank waits for key '.*', which may never come" "$tmp/kill.err")
+named=$(grep -c "^cohort: store: rank 3 ended (killed by signal 9); this rank has waited over 1 s for key '.*', which may never come" "$tmp/kill.err")
 [ "$failed" = 3 ] && [ "$named" = 3 ]
 ok $? "rank 3 SIGKILLed before init_process_group: the 3 others fail with PyTorch's error at their timeout, each told which key it waits for and that rank 3 was killed ($failed failed, $named told: $(grep -m1 '^cohort: store' "$tmp/kill.err" | cut -c1-200))"
 done_agent kill

@@ -11,6 +11,7 @@
 #include "wire.h"
 
 #define HOLDER_WAIT_MS 1000 /* the longest poll: the join deadline looked at this often */
+#define HOLDER_HELD_MS 1000 /* after a loss, a wait on one key this long is told of it */
 
 struct store_holder {
     const struct coord_config *cfg;
@@ -23,6 +24,15 @@ struct store_holder {
     char gone[128];           /* the first rank (or node) gone before its time; "": none */
     uint64_t *noted;          /* clients told of it already */
     size_t n_noted, cap_noted;
+    struct held *held;        /* the waits seen at the last look, and their keys */
+    size_t n_held, cap_held;
+    size_t n_last;            /* during a look: how many of held are the last look's */
+    int64_t next_look;        /* when the waits are looked at next */
+};
+
+/* A client seen waiting for a key (its hash) at a look. */
+struct held {
+    uint64_t client, key;
 };
 
 /* A kv client: the agent's node and its number for the client. */
@@ -75,6 +85,7 @@ void store_holder_free(struct store_holder *sh)
         return;
     store_kv_free(sh->kv);
     free(sh->noted);
+    free(sh->held);
     free(sh->agent);
     free(sh);
 }
@@ -110,29 +121,64 @@ static bool told(struct store_holder *sh, uint64_t client)
     return false;
 }
 
-/* A client waiting for key while a rank is gone is told once, in its
- * task's stderr, which key it waits for and who is gone. */
-static void note_waiter(void *ctx, uint64_t client, const uint8_t *key, size_t len)
+static uint64_t key_hash(const uint8_t *key, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ key[i]) * 1099511628211ull;
+    return h;
+}
+
+/* One look at a waiting client, after a loss: one that still waits for the
+ * key it waited for at the last look (HOLDER_HELD_MS ago) is told once, in
+ * its task's stderr, which key and what is gone; keys that are merely
+ * late (set within the second) are never named. */
+static void look_at(void *ctx, uint64_t client, const uint8_t *key, size_t len)
 {
     struct store_holder *sh = ctx;
-    if (!sh->gone[0] || told(sh, client))
+    uint64_t h = key_hash(key, len);
+    bool again = false;
+    for (size_t i = 0; i < sh->n_last && !again; i++)
+        again = sh->held[i].client == client && sh->held[i].key == h;
+    if (sh->n_held + 1 > sh->cap_held) { /* the new look's list follows the old one's */
+        size_t cap = 2 * (sh->n_held + 1) + 64;
+        struct held *n = realloc(sh->held, cap * sizeof *n);
+        if (!n)
+            return;
+        sh->held = n;
+        sh->cap_held = cap;
+    }
+    sh->held[sh->n_held++] = (struct held){client, h};
+    if (!again || told(sh, client))
         return;
     char line[COHORT_ERR_LEN + 300];
     int k = (int)(len > 200 ? 200 : len);
-    int l = snprintf(line, sizeof line, "cohort: store: %s; this rank waits for key '%.*s', "
-                     "which may never come: PyTorch ends the wait at its timeout", sh->gone, k,
-                     (const char *)key);
+    int l = snprintf(line, sizeof line, "cohort: store: %s; this rank has waited over %d s "
+                     "for key '%.*s', which may never come: PyTorch ends the wait at its "
+                     "timeout", sh->gone, HOLDER_HELD_MS / 1000, k, (const char *)key);
     if (l > 0)
         send_agent(sh, client, STORE_NOTE, line, (size_t)l < sizeof line ? (size_t)l
                                                                          : sizeof line - 1);
 }
 
-/* Something is gone (the first thing gone is named): every waiter told. */
+/* The waits looked at: the last look's list, then this one's after it. */
+static void look(struct store_holder *sh, int64_t now)
+{
+    size_t old = sh->n_last = sh->n_held;
+    store_kv_waiters(sh->kv, look_at, sh);
+    memmove(sh->held, sh->held + old, (sh->n_held - old) * sizeof *sh->held);
+    sh->n_held -= old;
+    sh->n_last = 0;
+    sh->next_look = now + HOLDER_HELD_MS;
+}
+
+/* Something is gone (the first thing gone is named): waits looked at. */
 static void gone(struct store_holder *sh, const char *what)
 {
-    if (!sh->gone[0])
+    if (!sh->gone[0]) {
         snprintf(sh->gone, sizeof sh->gone, "%s", what);
-    store_kv_waiters(sh->kv, note_waiter, sh);
+        look(sh, net_now_ms());
+    }
 }
 
 /* One frame of node's agent: 0, or -1 when it is not one of the store's. */
@@ -159,13 +205,9 @@ static int request(struct store_holder *sh, uint32_t node, const struct wire_fra
                                 sizeof why);
         if (rc == STORE_ENOMEM)
             sh->oom = true;
-        const uint8_t *key;
-        size_t klen;
         if (rc == STORE_FAIL) {
             store_kv_gone(sh->kv, client);
             send_agent(sh, client, STORE_DROP, why, strlen(why));
-        } else if (sh->gone[0] && store_kv_waiting(sh->kv, client, &key, &klen)) {
-            note_waiter(sh, client, key, klen); /* a wait begun after the loss */
         }
     } else {
         return -1;
@@ -231,13 +273,17 @@ int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err
     int64_t now = net_now_ms();
     while (sh->connected || (sh->came < sh->cfg->num_nodes && now < sh->join_by)) {
         struct net_event *ev;
-        int n = net_poll(net, HOLDER_WAIT_MS, &ev, err);
+        int64_t wait = sh->gone[0] ? sh->next_look - now : HOLDER_WAIT_MS;
+        wait = wait < 0 ? 0 : wait > HOLDER_WAIT_MS ? HOLDER_WAIT_MS : wait;
+        int n = net_poll(net, (int)wait, &ev, err);
         if (n < 0)
             return -1;
         on_events(sh, ev, n);
         if (sh->oom)
             return cohort_fail(err, "out of memory");
         now = net_now_ms();
+        if (sh->gone[0] && now >= sh->next_look)
+            look(sh, now);
     }
     net_flush(net, net_now_ms() + 1000);
     if (sh->cfg->verbose)

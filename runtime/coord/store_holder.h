@@ -2,10 +2,10 @@
  * (kind COORD_STORE) to the step's node agents: one authenticated
  * connection per node, over which each agent relays the TCPStore queries
  * of its node's ranks (store_msg.h) and the keys, values and waits are
- * kept (store_kv.h). When a task ends abnormally, or a node's agent is
- * gone, every rank still waiting is told which key it waits for and why it
- * may never come (a note in its task's stderr); PyTorch's own timeout then
- * ends the wait, as it would with its own store. */
+ * kept (store_kv.h). Once a task has ended abnormally, or a node's agent
+ * is gone, every rank that waits over a second for one key is told which
+ * key and what is gone (a note in its task's stderr, once); PyTorch's own
+ * timeout then ends the wait, as it would with its own store. */
 #ifndef COHORT_STORE_HOLDER_H
 #define COHORT_STORE_HOLDER_H
 
