@@ -49,7 +49,7 @@ static bool route_found;
 static double setup_ms;                  /* user_init's work on this node */
 static char *srun_mode;                  /* COHORT_MODE as srun saw it, or NULL */
 static struct mps_step mps;              /* the step's MPS daemon on this node */
-static struct store_step store;          /* the step's node agent (PyTorch's store) */
+static struct store_step store = {.events_fd = -1}; /* the step's node agent (PyTorch's store) */
 static char *node_gtids;                 /* the node's global ranks, "0,1,..." */
 static bool cache_stale;                 /* discovered: write the cache at the end */
 static char topo_note[300];              /* where the topology came from, for verbose */

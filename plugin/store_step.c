@@ -38,27 +38,43 @@ static long long now_ms(void)
     return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-/* The record, each variable a NAME=VALUE line, and an empty line. */
-static int send_record(int fd, const struct envlist *record)
+#define RECORD_MAX (512u << 10) /* the agent's record at most (it reads 1 MiB at most) */
+
+/* Sends all of p[0..n) on a socket by end (ms): 0, or -1. */
+static int send_by(int fd, const char *p, size_t n, long long end)
+{
+    for (size_t off = 0; off < n;) {
+        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+        long long left = end - now_ms();
+        int r = left > 0 ? poll(&pf, 1, (int)left) : 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        ssize_t w = send(fd, p + off, n - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (w <= 0)
+            return -1;
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+/* The record, each variable a NAME=VALUE line, and an empty line, by end
+ * (ms): slurmstepd never waits on the agent past it. */
+static int send_record(int fd, const struct envlist *record, long long end)
 {
     int rc = 0;
+    size_t total = 0;
     for (size_t i = 0; rc == 0 && i <= record->n; i++) {
         char *line = NULL;
         int n = i < record->n
                     ? asprintf(&line, "%s=%s\n", record->names[i],
                                record->values[i])
                     : asprintf(&line, "\n");
-        for (int off = 0; n > 0 && off < n;) {
-            ssize_t w = send(fd, line + off, (size_t)(n - off), MSG_NOSIGNAL);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                rc = -1;
-                break;
-            }
-            off += (int)w;
-        }
-        if (n < 0)
+        total += n > 0 ? (size_t)n : 0;
+        if (n < 0 || total > RECORD_MAX || send_by(fd, line, (size_t)n, end) < 0)
             rc = -1;
         if (line)
             explicit_bzero(line, strlen(line));
@@ -97,8 +113,10 @@ static int spawn(struct store_step *s, uid_t uid, gid_t gid, const char *agent, 
     mps_user_groups(&u);
     s->pid = fork();
     if (s->pid == 0) {
+        char *argv[] = {(char *)agent, NULL};
+        char *envp[] = {"PATH=/usr/bin:/bin", NULL}; /* nothing of slurmstepd's */
         mps_child_become(&u, in_fd, out_fd);
-        execl(agent, agent, (char *)NULL);
+        execve(agent, argv, envp);
         _exit(127);
     }
     mps_user_free(&u);
@@ -131,8 +149,9 @@ static void setup(struct store_step *s, bool user_set, uid_t uid, gid_t gid, con
         char line[COHORT_ERR_LEN + 16];
         close(out[1]);
         out[1] = -1;
-        if (send_record(in[1], record) == 0)
-            read_line(out[0], now_ms() + (long long)timeout_s * 1000, line, sizeof line);
+        long long end = now_ms() + (long long)timeout_s * 1000;
+        if (send_record(in[1], record, end) == 0)
+            read_line(out[0], end, line, sizeof line);
         else
             line[0] = 0;
         unsigned port;
@@ -204,7 +223,7 @@ void store_step_ended(struct store_step *s, uint32_t rank, int status)
 
 void store_step_end(struct store_step *s)
 {
-    if (s->events_fd >= 0)
+    if (s->events_fd >= 0) /* never 0: slurmstepd's, when no agent was started */
         close(s->events_fd);
     s->events_fd = -1;
     if (s->pid > 0 && !mps_wait(s->pid, AGENT_END_MS, NULL)) {

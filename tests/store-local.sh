@@ -87,9 +87,17 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         "$hp" >"$tmp/nobody-holder" 2>&1
     grep -q ' refused: ' "$tmp/nobody-holder"
     ok $? "and on the holder's port gets a challenge, not a store ($(cat "$tmp/nobody-holder"))"
+    for _ in 1 2 3 4 5; do # a SET sent and the socket closed before the agent looks
+        setpriv --reuid=nobody --regid=nogroup --clear-groups "$py" "$scripts/stranger.py" \
+            127.0.0.1 "$port_one" plant >/dev/null 2>&1
+    done
+    "$py" "$scripts/stranger.py" 127.0.0.1 "$port_one" planted >"$tmp/planted" 2>&1
+    grep -qx 'planted: no' "$tmp/planted"
+    ok $? "a stranger that sends a SET and closes at once (its socket gone, no owner left to name) plants nothing, 5 times ($(cat "$tmp/planted"))"
 else
     skip "a stranger's uid" "not root, or no setpriv"
     skip "a stranger on the holder's port" "not root, or no setpriv"
+    skip "a stranger's SET sent before it closes" "not root, or no setpriv"
 fi
 done_agent one
 

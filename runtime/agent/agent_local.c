@@ -72,6 +72,8 @@ void agent_local_accept(struct agent *a)
             continue;
         }
         add_client(a, fd, inode);
+        if (a->up_error[0]) /* the link failed before it came: told at once */
+            agent_local_resume(a);
     }
 }
 
@@ -134,6 +136,8 @@ static int relay(struct agent *a, struct client *c, const struct ts_query *q)
         return 0;
     }
     uint8_t op = (uint8_t)q->op;
+    if (q->body_len + 1 + STORE_MSG_HEAD > WIRE_MAX_PAYLOAD_DEFAULT)
+        return -1; /* over a frame: that client fails, not the node's link */
     return agent_up_send(a, STORE_QUERY, c->id, &op, 1, q->body, q->body_len);
 }
 
@@ -150,7 +154,7 @@ static void parse(struct agent *a, struct client *c)
         if (used < 0 || relay(a, c, &q) < 0) {
             char line[400];
             snprintf(line, sizeof line, "cohort: store: %s; the connection is closed",
-                     used < 0 ? why : "a query that could not be relayed");
+                     used < 0 ? why : "a query that could not be relayed (over 64 MiB?)");
             agent_local_note(a, c, line, true);
             break;
         }

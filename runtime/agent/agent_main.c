@@ -179,9 +179,10 @@ static void serve(struct agent *a)
         p[0] = (struct pollfd){.fd = 0, .events = POLLIN};
         p[1] = (struct pollfd){.fd = a->lfd, .events = POLLIN};
         p[2] = (struct pollfd){.fd = net_fd(a->net), .events = POLLIN};
-        for (size_t i = 0; i < a->n_c; i++)
+        for (size_t i = 0; i < a->n_c; i++) /* a closing client: only its output */
             p[3 + i] = (struct pollfd){.fd = a->c[i].fd,
-                                       .events = POLLIN | (a->c[i].out_len ? POLLOUT : 0)};
+                                       .events = (a->c[i].closing ? 0 : POLLIN) |
+                                                 (a->c[i].out_len ? POLLOUT : 0)};
         bool dialing = !a->up_ready && !a->up_error[0];
         if (poll(p, 3 + a->n_c, dialing ? 20 : 1000) < 0 && errno != EINTR)
             break;
@@ -222,8 +223,10 @@ static int start(struct agent *a, struct cohort_err *err)
         rc = describe(a, &env, err);
     if (rc == 0)
         rc = configure(a, &env, err);
-    if (rc == 0)
+    if (rc == 0) {
+        net_fd_limit(); /* the soft limit raised to the hard one */
         rc = agent_local_listen(a, err);
+    }
     if (rc == 0 && a->step.node_id == 0)
         rc = start_holder(a, &env, err);
     if (rc == 0)

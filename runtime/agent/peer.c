@@ -20,6 +20,8 @@
 
 #include "agent.h"
 
+#define TCP_ESTABLISHED_STATE 1 /* linux/tcp_states.h: TCP_ESTABLISHED */
+
 int peer_tcp_owner(int fd, uid_t *uid, unsigned long *inode)
 {
     struct sockaddr_in me, peer;
@@ -54,7 +56,10 @@ int peer_tcp_owner(int fd, uid_t *uid, unsigned long *inode)
         if (n > 0 && NLMSG_OK(h, (size_t)n) && h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
             h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
             const struct inet_diag_msg *m = NLMSG_DATA(h);
-            if (m->id.idiag_sport == peer.sin_port && m->id.idiag_dport == me.sin_port) {
+            /* a socket its owner closed already (a time-wait one) has no
+             * uid or inode to show: refused like a stranger */
+            if (m->id.idiag_sport == peer.sin_port && m->id.idiag_dport == me.sin_port &&
+                m->idiag_state == TCP_ESTABLISHED_STATE && m->idiag_inode != 0) {
                 *uid = m->idiag_uid;
                 *inode = m->idiag_inode;
                 rc = 0;

@@ -18,6 +18,7 @@ struct store_holder {
     struct net *net;
     struct store_kv *kv;
     struct net_conn **agent;  /* per node */
+    bool *claimed;            /* per node: an agent was admitted (one per node, ever) */
     uint32_t came, connected;
     int64_t join_by;
     bool oom;
@@ -45,6 +46,12 @@ static void send_agent(struct store_holder *sh, uint64_t client, enum store_msg_
                        const void *p, size_t len)
 {
     struct net_conn *c = sh->agent[client >> 32];
+    static const char big[] = "an answer over 64 MiB, more than one frame holds";
+    if (len > WIRE_MAX_PAYLOAD_DEFAULT - STORE_MSG_HEAD) { /* that client fails, not the link */
+        op = STORE_DROP;
+        p = big;
+        len = sizeof big - 1;
+    }
     uint8_t *b = malloc(STORE_MSG_HEAD + len);
     if (!b) {
         sh->oom = true;
@@ -72,6 +79,7 @@ int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
     struct store_holder *sh = calloc(1, sizeof *sh);
     *out = sh;
     if (!sh || !(sh->agent = calloc(cfg->num_nodes, sizeof *sh->agent)) ||
+        !(sh->claimed = calloc(cfg->num_nodes, sizeof *sh->claimed)) ||
         store_kv_new(reply, sh, &sh->kv) != STORE_OK)
         return cohort_fail(err, "out of memory");
     sh->cfg = cfg;
@@ -86,6 +94,7 @@ void store_holder_free(struct store_holder *sh)
     store_kv_free(sh->kv);
     free(sh->noted);
     free(sh->held);
+    free(sh->claimed);
     free(sh->agent);
     free(sh);
 }
@@ -95,11 +104,12 @@ enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, struct co
     struct store_holder *sh = ctx;
     if (!coord_config_has_rank(sh->cfg, h))
         return NET_DROP;
-    if (sh->agent[h->node]) {
+    if (sh->claimed[h->node]) { /* two hellos may be proven in one round */
         cohort_fail_code(why, COHORT_E_CONFIG,
-                         "node %u has a store agent connected already", h->node);
+                         "node %u has had its store agent already", h->node);
         return NET_REFUSE;
     }
+    sh->claimed[h->node] = true;
     return NET_ADMIT;
 }
 
@@ -193,7 +203,8 @@ static int request(struct store_holder *sh, uint32_t node, const struct wire_fra
     uint64_t client = client_of(node, c);
     if (f->flags == STORE_GONE) {
         store_kv_gone(sh->kv, client);
-    } else if (f->flags == STORE_ENDED && len == 4) {
+    } else if (f->flags == STORE_ENDED && len == 4 && c < sh->cfg->size &&
+               sh->cfg->rank_node[c] == node) {
         uint32_t st = wire_get32(rest);
         char how[64], text[128];
         store_msg_status(st, how, sizeof how);

@@ -397,6 +397,9 @@ static int multi_get(struct store_kv *kv, uint64_t client, struct ts_cursor c, c
             return fail(why, len, "MULTI_GET of key '%.*s', which is not set", k, kl);
         total += 8 + e->vlen;
     }
+    if (total > STORE_ANSWER_MAX)
+        return fail(why, len, "MULTI_GET whose answer is over 64 MiB (from key '%.*s')", k,
+                    kl);
     uint8_t *b = malloc(total ? total : 1), *o = b;
     if (!b)
         return STORE_ENOMEM;
@@ -409,8 +412,10 @@ static int multi_get(struct store_kv *kv, uint64_t client, struct ts_cursor c, c
     return rc;
 }
 
-/* SET, APPEND and MULTI_SET (no answer). */
-static int store_values(struct store_kv *kv, enum ts_op op, struct ts_cursor c)
+/* SET, APPEND and MULTI_SET (no answer); an APPEND past TS_VALUE_MAX
+ * fails. */
+static int store_values(struct store_kv *kv, enum ts_op op, struct ts_cursor c, char *why,
+                        size_t why_len)
 {
     uint64_t n = 1;
     if (op == TS_MULTI_SET)
@@ -428,6 +433,8 @@ static int store_values(struct store_kv *kv, enum ts_op op, struct ts_cursor c)
                 return STORE_ENOMEM;
             continue;
         }
+        if (e->vlen + vl > TS_VALUE_MAX)
+            return fail(why, why_len, "APPEND making key '%.*s' longer than 32 MiB", k, kl);
         uint8_t *joined = realloc(e->val, e->vlen + vl ? e->vlen + vl : 1);
         if (!joined)
             return STORE_ENOMEM;
@@ -499,7 +506,7 @@ int store_kv_query(struct store_kv *kv, uint64_t client, enum ts_op op, const ui
     uint64_t n = 0;
     switch (op) {
     case TS_SET: case TS_APPEND: case TS_MULTI_SET:
-        return store_values(kv, op, c);
+        return store_values(kv, op, c, why, why_len);
     case TS_GET: case TS_ADD: case TS_DELETE: case TS_COMPARE_SET:
         return one_key(kv, client, op, c, why, why_len);
     case TS_CHECK:

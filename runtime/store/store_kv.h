@@ -5,7 +5,8 @@
  * TCPStore's server does not serve (it drops the client) is a failure with
  * a sentence: a GET or MULTI_GET of a key not set, an ADD to a value that
  * is not a number, a query the store does not serve (WATCH_KEY, the
- * queues). Timeouts are the client's own, as with TCPStore: a wait here
+ * queues); and, where TCPStore has no limit, an APPEND past TS_VALUE_MAX
+ * and a MULTI_GET answer over STORE_ANSWER_MAX. Timeouts are the client's own, as with TCPStore: a wait here
  * lasts until its keys are set, the client cancels it or goes. */
 #ifndef COHORT_STORE_KV_H
 #define COHORT_STORE_KV_H
@@ -17,6 +18,10 @@
 #include "tcpstore.h"
 
 enum { STORE_OK = 0, STORE_FAIL = -1, STORE_ENOMEM = -2 };
+
+/* The longest answer given (MULTI_GET's, the one that can be longer than
+ * a value): it fits in one of cohort's frames with its head. */
+#define STORE_ANSWER_MAX ((64u << 20) - 64)
 
 /* Sends an answer's bytes to a client: 0, or -1 when out of memory. */
 typedef int (*store_reply_fn)(void *ctx, uint64_t client, const uint8_t *p, size_t len);

@@ -7,13 +7,13 @@ import datetime
 import os
 import signal
 
-import torch.distributed as dist
-
 victim = int(os.environ.get("COHORT_TEST_VICTIM", "3"))
 timeout = int(os.environ.get("COHORT_TEST_TIMEOUT", "15"))
 rank = int(os.environ["RANK"])
-if rank == victim:
+if rank == victim:  # before torch is loaded: gone before the others wait, however slow they are
     os.kill(os.getpid(), signal.SIGKILL)
+
+import torch.distributed as dist  # noqa: E402
 try:
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=timeout))
     dist.barrier()

@@ -399,6 +399,35 @@ static void many_keys(void)
     ok(by_set("never") == STORE_OK && stops_to(8) == 1, "the other wait outlives the growth");
 }
 
+/* Where TCPStore sets no limit, the store does, so that no answer
+ * outgrows a frame: an APPEND past 32 MiB and a MULTI_GET answer over
+ * 64 MiB fail that query alone. */
+static void limits(void)
+{
+    fresh();
+    size_t vl = TS_VALUE_MAX, n = 8 + 3 + 8 + vl;
+    uint8_t *b = malloc(n);
+    if (!b)
+        abort();
+    ts_put64(b, 3);
+    memcpy(b + 8, "big", 3);
+    ts_put64(b + 11, vl);
+    memset(b + 19, 'x', vl);
+    ok(store_kv_query(kv, 1, TS_SET, b, n, why, sizeof why) == STORE_OK,
+       "a value of TS_VALUE_MAX (32 MiB) is set");
+    free(b);
+    ok(kq(1, TS_APPEND, "big", "y") == STORE_FAIL && strstr(why, "longer than 32 MiB"),
+       "an APPEND past it fails, naming the limit (%s)", why);
+    struct qb q = {.n = 0};
+    u64le(&q, 3);
+    for (int i = 0; i < 3; i++)
+        str(&q, "big");
+    ok(query(1, TS_MULTI_GET, &q) == STORE_FAIL && strstr(why, "over 64 MiB"),
+       "a MULTI_GET whose answer is over 64 MiB fails (%s)", why);
+    ok(kq(1, TS_GET, "small", NULL) == STORE_FAIL && kq(1, TS_SET, "small", "1") == STORE_OK,
+       "the store goes on serving");
+}
+
 int main(void)
 {
     set_get();
@@ -414,6 +443,7 @@ int main(void)
     multis();
     refusals();
     many_keys();
+    limits();
     store_kv_free(kv);
     forget(&rec);
     free(rec.a);
