@@ -18,6 +18,7 @@ coord="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
 secret=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
 free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
 agents=()
+names=()
 
 # agent NAME NODE NODES RANKS_PER_NODE HOLDER_PORT: node NODE's agent of a
 # step (block layout), its input held open on a descriptor; sets port_NAME.
@@ -26,6 +27,7 @@ agent() {
     mkfifo "$tmp/$name.in"
     "$agent_bin" <"$tmp/$name.in" >"$tmp/$name.out" 2>"$tmp/$name.err" &
     agents+=($!)
+    names+=("$name")
     exec {fd}>"$tmp/$name.in"
     eval "fd_$name=$fd"
     local first=$((node * per)) gtids
@@ -39,7 +41,7 @@ agent() {
     eval "port_$name=$(awk '/^port / {print $2}' "$tmp/$name.out")"
 }
 # done_agent NAME: its input closed (the step ends on its node).
-done_agent() { local fd; eval "fd=\$fd_$1"; exec {fd}>&-; }
+done_agent() { local fd; eval "fd=\$fd_$1"; exec {fd}>&-; eval "fd_$1="; }
 # ranks OUT FIRST COUNT SIZE PORT SCRIPT ARGS...: ranks FIRST.. of SIZE
 # through the agent at PORT, as the plugin's variables make them; waits;
 # their output in OUT and OUT.err.
@@ -59,7 +61,18 @@ ranks() {
         cat "$out.err.$r" >>"$out.err"
     done
 }
-cleanup() { for p in "${agents[@]}"; do kill -9 "$p" 2>/dev/null; done; pkill -9 -f "cohort-work-coord" -U "$(id -u)" 2>/dev/null; rm -rf "$tmp"; }
+# At exit: every agent's input closed (an agent then ends its holder and
+# itself), each given 10 s, then SIGKILL; nothing else on the machine is
+# touched (other tests' coordinators run beside this one).
+cleanup() {
+    local n fd p
+    for n in "${names[@]}"; do eval "fd=\${fd_$n:-}"; [ -n "$fd" ] && eval "exec $fd>&-"; done
+    for p in "${agents[@]}"; do
+        timeout 10 tail --pid="$p" -f /dev/null 2>/dev/null
+        kill -9 "$p" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 # --- one node: the client's every query, then a process group -------------
