@@ -176,7 +176,8 @@ static void look(struct store_holder *sh, int64_t now)
 {
     size_t old = sh->n_last = sh->n_held;
     store_kv_waiters(sh->kv, look_at, sh);
-    memmove(sh->held, sh->held + old, (sh->n_held - old) * sizeof *sh->held);
+    if (sh->n_held > old) /* never from a null list (no waiter yet, nothing held) */
+        memmove(sh->held, sh->held + old, (sh->n_held - old) * sizeof *sh->held);
     sh->n_held -= old;
     sh->n_last = 0;
     sh->next_look = now + HOLDER_HELD_MS;
