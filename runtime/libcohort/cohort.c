@@ -150,18 +150,9 @@ static int describe_step(struct cohort *c, const struct envlist *env, uint16_t *
                                 "per task with srun");
     const struct cohort_step *s = &c->step;
     c->rank_node = malloc(sizeof *c->rank_node * s->num_tasks);
-    uint32_t *ranks = malloc(sizeof *ranks * s->num_tasks);
-    if (!c->rank_node || !ranks) {
-        free(ranks);
+    if (!c->rank_node)
         return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
-    }
-    for (uint32_t n = 0; n < s->num_nodes && rc == 0; n++) {
-        rc = layout_node_ranks(s, n, ranks, err);
-        for (uint32_t i = 0; rc == 0 && i < s->tasks_per_node[n]; i++)
-            c->rank_node[ranks[i]] = n;
-    }
-    free(ranks);
-    if (rc < 0)
+    if (layout_rank_nodes(s, c->rank_node, err) < 0)
         return -1;
     c->local_size = s->tasks_per_node[s->node_id];
     plan_master_addr(s, env, c->master, sizeof c->master);

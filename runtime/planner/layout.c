@@ -3,6 +3,7 @@
  * `plane` of its remaining tasks per round (block: all at once; cyclic: 1). */
 #include "layout.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *layout_dist_name(enum cohort_dist d)
@@ -73,6 +74,19 @@ int layout_node_ranks(const struct cohort_step *s, uint32_t node, uint32_t *rank
     }
     }
     return cohort_fail(err, "unknown distribution");
+}
+
+int layout_rank_nodes(const struct cohort_step *s, uint32_t *rank_node, struct cohort_err *err)
+{
+    uint32_t *ranks = malloc(sizeof *ranks * (s->num_tasks ? s->num_tasks : 1));
+    int rc = ranks ? 0 : cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
+    for (uint32_t n = 0; n < s->num_nodes && rc == 0; n++) {
+        rc = layout_node_ranks(s, n, ranks, err);
+        for (uint32_t i = 0; rc == 0 && i < s->tasks_per_node[n]; i++)
+            rank_node[ranks[i]] = n;
+    }
+    free(ranks);
+    return rc;
 }
 
 int layout_task0_host(const struct cohort_step *s, char *buf, size_t len)
