@@ -45,12 +45,6 @@ struct boot_ops {
     void (*close)(void *b);
 };
 
-/* The key every connection of the step proves (auth.h): COHORT_SECRET,
- * else munge's word for this user (COHORT_MUNGE_SOCKET). Used by the TCP
- * backend and by the work queue's connections. 0, or -1 with err. */
-struct auth_key;
-int boot_step_key(const struct envlist *env, struct auth_key *key, struct cohort_err *err);
-
 extern const struct boot_ops boot_tcp_ops;
 #ifdef HAVE_PMIX
 extern const struct boot_ops boot_pmix_ops;

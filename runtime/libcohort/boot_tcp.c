@@ -1,6 +1,6 @@
 /* boot_tcp.c - libcohort's TCP bootstrap (boot_ops.h): the step's key
- * (COHORT_SECRET, else munge in its place), the directory of the node
- * sockets under munge, and the two-level tree (tree.h). */
+ * (auth_step_key), the directory of the node sockets under munge, and the
+ * two-level tree (tree.h). */
 #include "boot_ops.h"
 
 #include <stdio.h>
@@ -9,31 +9,11 @@
 #include "auth.h"
 #include "tree.h"
 
-int boot_step_key(const struct envlist *env, struct auth_key *key, struct cohort_err *err)
-{
-    const char *secret = envlist_get(env, "COHORT_SECRET");
-    if (secret)
-        return auth_key_from_hex("COHORT_SECRET", secret, key, err);
-    /* no plugin: munge vouches for the user instead, where it runs */
-    const char *socket = envlist_get(env, "COHORT_MUNGE_SOCKET");
-    struct cohort_err why;
-    if (auth_key_munge(socket, key, &why) == 0)
-        return 0;
-    return cohort_fail_code(err, COHORT_E_CONFIG,
-                            "COHORT_SECRET is not set and munge cannot stand in (%s): the "
-                            "cohort plugin sets it for every step (srun --cohort=env|train|infer); "
-                            "without the plugin, export 64 random hex digits as COHORT_SECRET "
-                            "before srun (with srun --export=NONE or a list, name it there: "
-                            "--export=COHORT_SECRET=...), or run munged%s",
-                            why.msg,
-                            socket ? "" : " (or name its socket: --export=COHORT_MUNGE_SOCKET=PATH)");
-}
-
 static int tcp_open(const struct boot_args *a, void **b, struct cohort_err *err)
 {
     struct auth_key key;
     struct tree *t = NULL;
-    int rc = boot_step_key(a->env, &key, err);
+    int rc = auth_step_key(a->env, &key, err);
     if (rc == 0) {
         char socket_dir[96];
         const char *dir = envlist_get(a->env, "COHORT_SOCKET_DIR");

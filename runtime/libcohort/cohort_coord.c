@@ -124,7 +124,7 @@ int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
         return cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");
     }
     uint16_t port;
-    int rc = boot_step_key(&env, &l->key, &e) < 0
+    int rc = auth_step_key(&env, &l->key, &e) < 0
                  ? cohort_internal_fail(c, e.code, "cohort: %s", e.msg)
                  : share_port(l, &self, func, what, cfg, &env, &port) < 0 ? -1
                  : connect_coord(l, &self, func, what, port);

@@ -1,10 +1,13 @@
 /* auth.c - proofs of belonging to the step (auth.h): HMAC-SHA256 of the
  * step secret with Nettle, which costs nothing to set up at first use
  * (OpenSSL 3 spent about 2 ms of every task loading its providers, all tasks
- * of a node at once); munge credentials where there is no secret. */
+ * of a node at once); munge credentials where there is no secret; and
+ * which of the two a step's process uses (auth_step_key). */
 #include "config.h"
 
 #include "auth.h"
+
+#include "envlist.h"
 
 #include <errno.h>
 #include <nettle/curve25519.h>
@@ -224,4 +227,24 @@ bool auth_verify(const struct auth_key *key, const char *label, const uint8_t *m
         return munge_verify(key, label, msg, len, proof, proof_len);
 #endif
     return proof_len == AUTH_MAC_LEN && auth_check(key, label, msg, len, proof);
+}
+
+int auth_step_key(const struct envlist *env, struct auth_key *key, struct cohort_err *err)
+{
+    const char *secret = envlist_get(env, "COHORT_SECRET");
+    if (secret)
+        return auth_key_from_hex("COHORT_SECRET", secret, key, err);
+    /* no plugin: munge vouches for the user instead, where it runs */
+    const char *socket = envlist_get(env, "COHORT_MUNGE_SOCKET");
+    struct cohort_err why;
+    if (auth_key_munge(socket, key, &why) == 0)
+        return 0;
+    return cohort_fail_code(err, COHORT_E_CONFIG,
+                            "COHORT_SECRET is not set and munge cannot stand in (%s): the "
+                            "cohort plugin sets it for every step (srun --cohort=env|train|infer); "
+                            "without the plugin, export 64 random hex digits as COHORT_SECRET "
+                            "before srun (with srun --export=NONE or a list, name it there: "
+                            "--export=COHORT_SECRET=...), or run munged%s",
+                            why.msg,
+                            socket ? "" : " (or name its socket: --export=COHORT_MUNGE_SOCKET=PATH)");
 }

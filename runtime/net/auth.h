@@ -55,6 +55,14 @@ int auth_dh_keypair(uint8_t priv[AUTH_DH_LEN], uint8_t pub[AUTH_DH_LEN], struct 
 void auth_dh_shared(const uint8_t priv[AUTH_DH_LEN], const uint8_t peer_pub[AUTH_DH_LEN],
                     uint8_t out[AUTH_DH_LEN]);
 
+/* The key every connection of a step proves: COHORT_SECRET from env, else
+ * munge's word for this user (COHORT_MUNGE_SOCKET, else munge's default
+ * socket); when neither can be had, one line saying what to do. Used by
+ * libcohort's bootstrap and coordinator connections and by the node
+ * agent. 0, or -1 with err. */
+struct envlist;
+int auth_step_key(const struct envlist *env, struct auth_key *key, struct cohort_err *err);
+
 /* An AUTH_MUNGE key, once munged answers at socket (NULL: munge's default)
  * with a credential: else -1 and why, or that this build has no munge. */
 int auth_key_munge(const char *socket, struct auth_key *key, struct cohort_err *err);
