@@ -81,17 +81,10 @@ static int describe(struct agent *a, const struct envlist *env, struct cohort_er
     const struct cohort_step *s = &a->step;
     if (rc < 0 || !(a->rank_node = malloc(sizeof *a->rank_node * s->num_tasks)))
         return rc < 0 ? -1 : cohort_fail(err, "out of memory");
-    uint32_t *ranks = malloc(sizeof *ranks * s->num_tasks);
-    if (!ranks)
-        return cohort_fail(err, "out of memory");
-    for (uint32_t n = 0; n < s->num_nodes && rc == 0; n++) {
-        rc = layout_node_ranks(s, n, ranks, err);
-        for (uint32_t i = 0; rc == 0 && i < s->tasks_per_node[n]; i++)
-            a->rank_node[ranks[i]] = n;
-    }
-    free(ranks);
+    if (layout_rank_nodes(s, a->rank_node, err) < 0)
+        return -1;
     hs_view(s->num_tasks, s->num_nodes, a->rank_node, NULL, a->view);
-    return rc;
+    return 0;
 }
 
 /* The record's settings. */
@@ -101,18 +94,17 @@ static int configure(struct agent *a, const struct envlist *env, struct cohort_e
     const char *port = envlist_get(env, "COHORT_STORE_PORT");
     const char *t = envlist_get(env, "COHORT_TIMEOUT");
     const char *v = envlist_get(env, "COHORT_VERBOSE");
-    a->timeout_s = t ? atoi(t) : 0;
-    a->timeout_s = a->timeout_s > 0 && a->timeout_s <= 86400 ? a->timeout_s : 300;
+    uint32_t secs = 300; /* unset: the dial to the holder and its wait for the agents */
+    if (t && (parse_u32("COHORT_TIMEOUT", t, &secs, err) < 0 || secs == 0 || secs > 86400))
+        return cohort_fail(err, "COHORT_TIMEOUT='%s' is not a number of seconds (1-86400)", t);
+    a->timeout_s = (int)secs;
     a->verbose = v && *v && strcmp(v, "0") != 0;
     a->uid = getuid();
     if (!host || !port || atoi(port) <= 0 || atoi(port) > 65535)
         return cohort_fail(err, "its start record names no store holder");
     snprintf(a->host, sizeof a->host, "%s", host);
     a->port = (uint16_t)atoi(port);
-    const char *secret = envlist_get(env, "COHORT_SECRET");
-    if (secret)
-        return auth_key_from_hex("COHORT_SECRET", secret, &a->key, err);
-    return auth_key_munge(envlist_get(env, "COHORT_MUNGE_SOCKET"), &a->key, err);
+    return auth_step_key(env, &a->key, err);
 }
 
 /* The first node's agent starts the holder, on the step's MASTER_PORT. */
