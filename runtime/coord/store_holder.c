@@ -31,9 +31,11 @@ struct store_holder {
     int64_t next_look;        /* when the waits are looked at next */
 };
 
-/* A client seen waiting for a key (its hash) at a look. */
+/* A client seen waiting for a key at a look (the store's own copy of the
+ * key, which lives as long as the store: store_kv_waiters). */
 struct held {
-    uint64_t client, key;
+    uint64_t client;
+    const uint8_t *key;
 };
 
 /* A kv client: the agent's node and its number for the client. */
@@ -131,14 +133,6 @@ static bool told(struct store_holder *sh, uint64_t client)
     return false;
 }
 
-static uint64_t key_hash(const uint8_t *key, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ key[i]) * 1099511628211ull;
-    return h;
-}
-
 /* One look at a waiting client, after a loss: one that still waits for the
  * key it waited for at the last look (HOLDER_HELD_MS ago) is told once, in
  * its task's stderr, which key and what is gone; keys that are merely
@@ -146,10 +140,9 @@ static uint64_t key_hash(const uint8_t *key, size_t len)
 static void look_at(void *ctx, uint64_t client, const uint8_t *key, size_t len)
 {
     struct store_holder *sh = ctx;
-    uint64_t h = key_hash(key, len);
     bool again = false;
     for (size_t i = 0; i < sh->n_last && !again; i++)
-        again = sh->held[i].client == client && sh->held[i].key == h;
+        again = sh->held[i].client == client && sh->held[i].key == key;
     if (sh->n_held + 1 > sh->cap_held) { /* the new look's list follows the old one's */
         size_t cap = 2 * (sh->n_held + 1) + 64;
         struct held *n = realloc(sh->held, cap * sizeof *n);
@@ -158,7 +151,7 @@ static void look_at(void *ctx, uint64_t client, const uint8_t *key, size_t len)
         sh->held = n;
         sh->cap_held = cap;
     }
-    sh->held[sh->n_held++] = (struct held){client, h};
+    sh->held[sh->n_held++] = (struct held){client, key};
     if (!again || told(sh, client))
         return;
     char line[COHORT_ERR_LEN + 300];

@@ -242,19 +242,6 @@ void store_kv_waiters(const struct store_kv *kv,
                 }
 }
 
-bool store_kv_waiting(const struct store_kv *kv, uint64_t client, const uint8_t **key,
-                      size_t *len)
-{
-    for (const struct waiter *w = kv->w[client % WAITER_BUCKETS]; w; w = w->next)
-        for (size_t j = 0; w->client == client && j < w->n_on; j++)
-            if (!w->counted[j]) {
-                *key = w->on[j]->key;
-                *len = w->on[j]->klen;
-                return true;
-            }
-    return false;
-}
-
 int64_t store_kv_size(const struct store_kv *kv)
 {
     return kv->n_set;

@@ -46,15 +46,11 @@ void store_kv_gone_group(struct store_kv *kv, uint32_t group);
 
 /* Calls fn for each client waiting, with the first of its keys whose set
  * it still waits for (a key set since the wait began counts, even if
- * deleted after). */
+ * deleted after). key is the store's own copy, at the same address for as
+ * long as the store lives: one key, one address. */
 void store_kv_waiters(const struct store_kv *kv,
                       void (*fn)(void *ctx, uint64_t client, const uint8_t *key, size_t len),
                       void *ctx);
-
-/* Whether client waits, with the first of its keys whose set it still
- * waits for. */
-bool store_kv_waiting(const struct store_kv *kv, uint64_t client, const uint8_t **key,
-                      size_t *len);
 
 /* Keys set (what GETNUMKEYS answers). */
 int64_t store_kv_size(const struct store_kv *kv);

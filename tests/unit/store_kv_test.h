@@ -242,4 +242,31 @@ TAP_UNUSED static bool reported(const struct seen *s, uint64_t client, const cha
     return times == 1;
 }
 
+/* Whether client waits, with the key store_kv_waiters reports for it. */
+struct waiting_of {
+    uint64_t client;
+    bool found;
+    const uint8_t *key;
+    size_t len;
+};
+
+TAP_UNUSED static void waiting_seen(void *ctx, uint64_t client, const uint8_t *key, size_t len)
+{
+    struct waiting_of *w = ctx;
+    if (client == w->client) {
+        w->found = true;
+        w->key = key;
+        w->len = len;
+    }
+}
+
+TAP_UNUSED static bool waiting(uint64_t client, const uint8_t **key, size_t *len)
+{
+    struct waiting_of w = {.client = client};
+    store_kv_waiters(kv, waiting_seen, &w);
+    *key = w.key;
+    *len = w.len;
+    return w.found;
+}
+
 #endif

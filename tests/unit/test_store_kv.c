@@ -161,11 +161,11 @@ static void wait_set_by_each(void)
         const uint8_t *key = NULL;
         size_t kl = 0;
         bool held = keys(7, TS_WAIT, 3, k) == STORE_OK && rec.n == 0 &&
-                    store_kv_waiting(kv, 7, &key, &kl) && kl == 2 && memcmp(key, "k1", 2) == 0;
+                    waiting(7, &key, &kl) && kl == 2 && memcmp(key, "k1", 2) == 0;
         held &= kq(9, TS_SET, "k1", "1") == STORE_OK && rec.n == 0 &&
-                store_kv_waiting(kv, 7, &key, &kl) && kl == 2 && memcmp(key, "k2", 2) == 0;
+                waiting(7, &key, &kl) && kl == 2 && memcmp(key, "k2", 2) == 0;
         int rc = set_by(i, "k2");
-        ok(held && rc == STORE_OK && stops_to(7) == 1 && !store_kv_waiting(kv, 7, &key, &kl),
+        ok(held && rc == STORE_OK && stops_to(7) == 1 && !waiting(7, &key, &kl),
            "a WAIT is held until its last key is set by %s, then answered once",
            setters[i]);
         ok(set_by(i, "k2") == STORE_OK && by_set("k1") == STORE_OK && stops_to(7) == 0,
@@ -200,8 +200,8 @@ static void waits(void)
     ok(keys(8, TS_WAIT, 2, fg) == STORE_OK && by_set("f") == STORE_OK &&
            kq(9, TS_DELETE, "f", NULL) == STORE_OK && only_i64(9, 1),
        "a wait for f and g; f set, then deleted");
-    bool waiting = store_kv_waiting(kv, 8, &key, &kl);
-    ok(waiting && kl == 1 && key[0] == 'g',
+    bool waits = waiting(8, &key, &kl);
+    ok(waits && kl == 1 && key[0] == 'g',
        "it waits for g, the key whose SET still ends it, not f, counted already ('%.*s')",
        (int)kl, key ? (const char *)key : "");
     ok(by_set("g") == STORE_OK && stops_to(8) == 1,
@@ -216,7 +216,7 @@ static void cancels(void)
     ok(wait1(3, "c") == STORE_OK && rec.n == 0 && bare(3, TS_CANCEL_WAIT) == STORE_OK &&
            only_byte(3, TS_WAIT_CANCELED),
        "CANCEL_WAIT answers WAIT_CANCELED");
-    ok(!store_kv_waiting(kv, 3, &key, &kl) && by_set("c") == STORE_OK && rec.n == 0,
+    ok(!waiting(3, &key, &kl) && by_set("c") == STORE_OK && rec.n == 0,
        "and the wait is over: a SET of its key answers nothing");
     ok(bare(4, TS_CANCEL_WAIT) == STORE_OK && only_byte(4, TS_WAIT_CANCELED),
        "CANCEL_WAIT with no wait answers WAIT_CANCELED too");
@@ -224,7 +224,7 @@ static void cancels(void)
     ok(wait1(5, "g") == STORE_OK && wait1(6, "g") == STORE_OK, "two clients wait for g");
     store_kv_gone(kv, 5);
     store_kv_gone(kv, 77); /* never waited */
-    ok(!store_kv_waiting(kv, 5, &key, &kl) && store_kv_waiting(kv, 6, &key, &kl) &&
+    ok(!waiting(5, &key, &kl) && waiting(6, &key, &kl) &&
            by_set("g") == STORE_OK && only_byte(6, TS_STOP_WAITING),
        "store_kv_gone drops one's wait: only the other is answered");
 }
@@ -269,9 +269,9 @@ static void waiters(void)
        "store_kv_waiters: 4 clients, each once, each with its first key not set (%zu)", s.n);
     const uint8_t *key;
     size_t kl;
-    ok(store_kv_waiting(kv, 12, &key, &kl) && kl == 1 && key[0] == 'c' &&
-           !store_kv_waiting(kv, 13, &key, &kl) && !store_kv_waiting(kv, 1, &key, &kl),
-       "store_kv_waiting agrees");
+    ok(waiting(12, &key, &kl) && kl == 1 && key[0] == 'c' &&
+           !waiting(13, &key, &kl) && !waiting(1, &key, &kl),
+       "store_kv_waiters names each waiting client alone");
     by_set("b");
     by_set("c");
     forget(&rec);
@@ -363,7 +363,7 @@ static void refusals(void)
     str(&q, "b");
     const uint8_t *key;
     size_t kl;
-    ok(query(2, TS_WAIT, &q) == STORE_FAIL && !store_kv_waiting(kv, 2, &key, &kl),
+    ok(query(2, TS_WAIT, &q) == STORE_FAIL && !waiting(2, &key, &kl),
        "a WAIT for 3 keys naming 2 fails and waits for none");
     q.n = 0;
     u64le(&q, 100);
