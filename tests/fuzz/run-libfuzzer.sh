@@ -9,7 +9,8 @@ target=${2:-hostlist}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 case $target in
 hostlist) sources="$src/runtime/planner/hostlist.c" corpus="$src/tests/fuzz/corpus" max_len=256 ;;
-wire) sources="$src/runtime/net/wire.c $src/runtime/net/handshake.c $src/runtime/net/auth.c"
+wire) sources="$src/runtime/net/wire.c $src/runtime/net/handshake.c $src/runtime/net/auth.c
+        $src/runtime/planner/envlist.c"
     libs="-lhogweed -lnettle" corpus="$src/tests/fuzz/corpus-wire" max_len=4096 ;;
 *) echo "run-libfuzzer.sh: unknown target '$target' (hostlist or wire)" >&2; exit 2 ;;
 esac
