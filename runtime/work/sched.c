@@ -138,6 +138,7 @@ int sched_create(uint64_t n_items, unsigned n_workers, const struct sched_opts *
     o.max_attempts = o.max_attempts ? o.max_attempts : SCHED_DEFAULT_MAX_ATTEMPTS;
     o.target_ms = o.target_ms ? o.target_ms : SCHED_DEFAULT_TARGET_MS;
     o.first_lease = o.first_lease ? o.first_lease : SCHED_DEFAULT_FIRST_LEASE;
+    o.lease_rate = o.lease_rate ? o.lease_rate : SCHED_DEFAULT_LEASE_RATE;
     struct sched *s = calloc(1, sizeof *s);
     if (!s || !(s->w = calloc(n_workers, sizeof *s->w)) || segq_reserve(&s->q, 1) < 0) {
         sched_destroy(s);

@@ -14,14 +14,28 @@ static double mean_rate(const struct sched *s)
     return s->n_measured ? s->sum_rate / s->n_measured : 0;
 }
 
-/* Items for worker wk's next lease from the queue: rate x target (or the
- * first lease, doubled per commit too quick to measure), at most half its
- * share of what is queued, at least 1, at most cap and what is queued. */
+/* The work one lease should hold (ms): the target, or as long as keeps the
+ * active workers' leases within the coordinator's budget of lease_rate a
+ * second, but never over half the lease timeout (a lease must not be
+ * taken back from a worker that is merely doing it). */
+static double lease_ms(const struct sched *s)
+{
+    double budget = 1000.0 * s->n_active / s->o.lease_rate;
+    budget = fmin(budget, (double)s->o.lease_timeout_ms / 2);
+    return budget > (double)s->o.target_ms ? budget : (double)s->o.target_ms;
+}
+
+/* Items for worker wk's next lease from the queue: rate x the lease time
+ * (before its rate is known, the first lease doubled per commit too quick
+ * to measure, or the mean rate's lease where the budget binds), at most
+ * half its share of what is queued, at least 1, at most cap and what is
+ * queued. */
 static uint64_t lease_size(const struct sched *s, const struct worker *wk, size_t cap)
 {
-    double base = wk->rate > 0 ? wk->rate * (double)s->o.target_ms
-                               : ldexp((double)s->o.first_lease, wk->probes < 20 ? wk->probes : 20);
-    double mean = mean_rate(s), share = 1.0 / s->n_active;
+    double mean = mean_rate(s), share = 1.0 / s->n_active, t = lease_ms(s);
+    double base = wk->rate > 0                            ? wk->rate * t
+                  : mean > 0 && t > (double)s->o.target_ms ? mean * t
+                  : ldexp((double)s->o.first_lease, wk->probes < 20 ? wk->probes : 20);
     if (mean > 0) {
         double mine = wk->rate > 0 ? wk->rate : mean;
         share = mine / (s->sum_rate + (s->n_active - s->n_measured) * mean);
@@ -172,7 +186,7 @@ static int speculate(struct sched *s, unsigned wi, int64_t now, uint64_t *ids, s
         return SCHED_WAIT;
     const struct worker *wk = &s->w[wi];
     double rb = wk->rate > 0 ? wk->rate : mean;
-    double base = floor(rb * (double)s->o.target_ms + 0.5);
+    double base = floor(rb * lease_ms(s) + 0.5);
     uint64_t limit = v.free < cap ? v.free : cap;
     if (base >= 1 && base < (double)limit)
         limit = (uint64_t)base;
@@ -204,7 +218,8 @@ int sched_lease(struct sched *s, unsigned w, int64_t now, uint64_t *ids, size_t 
     if ((rc = speculate(s, w, now, ids, cap, g, err)) != SCHED_WAIT)
         return rc;
     g->wait_until = s->next_deadline;
-    if (now + s->o.target_ms < g->wait_until)
-        g->wait_until = now + s->o.target_ms;
+    int64_t wait_ms = (int64_t)ceil(lease_ms(s));
+    if (now + wait_ms < g->wait_until)
+        g->wait_until = now + wait_ms;
     return SCHED_WAIT;
 }

@@ -11,7 +11,7 @@
  * the journal and the clock calls these functions.
  *
  * Decisions:
- * - Lease size: rate x target_ms, the rate being an EWMA (weight 0.3) of
+ * - Lease size: rate x the lease time, the rate being an EWMA (weight 0.3) of
  *   the items per ms a worker commits (stale items count: the work was
  *   done), measured from when it began holding a lease or last committed.
  *   Before its first measurement a worker gets first_lease items, doubled
@@ -20,6 +20,16 @@
  *   lease is larger than half the worker's share of the queue
  *   (queued x its rate / all active workers' rates / 2), so leases shrink
  *   geometrically and every worker ends within about one item's time.
+ * - Lease time: target_ms, or longer where the workers would otherwise ask
+ *   the coordinator for more than lease_rate leases a second: with A
+ *   workers active, A / lease_rate seconds (at 131,072 workers and the
+ *   default budget, 13.1 s), but at most half the lease timeout (beyond
+ *   that the budget is exceeded rather than leases taken back from workers
+ *   doing them). Then a worker not yet measured gets the mean
+ *   rate's lease at once instead of doubling its way up from first_lease
+ *   (once any worker is measured), and waits (SCHED_WAIT) last that long
+ *   too. The queue's end is unchanged: leases still shrink to its half
+ *   share, so the tail stays about one item's time.
  * - Attempts: an item counts one attempt each time it goes back to the
  *   queue: given back (sched_fail), taken back at its deadline, or held by
  *   a lost worker. So a poison item that crashes or hangs every worker that
@@ -47,13 +57,14 @@
 #include "error.h"
 
 #define SCHED_MAX_ITEMS (UINT64_C(1) << 48) /* rates and sizes stay exact in a double */
-#define SCHED_MAX_WORKERS 65536u
+#define SCHED_MAX_WORKERS 1048576u
 
 #define SCHED_DEFAULT_LEASE_TIMEOUT_MS 60000
 #define SCHED_DEFAULT_MAX_ATTEMPTS 3u
 #define SCHED_DEFAULT_TARGET_MS 500
 #define SCHED_DEFAULT_FIRST_LEASE 1u
 #define SCHED_FIRST_SAMPLE_MS 10 /* a worker's first rate is measured over this much */
+#define SCHED_DEFAULT_LEASE_RATE 10000u /* leases a second the coordinator is asked for */
 
 /* Every field 0 means its default. */
 struct sched_opts {
@@ -61,6 +72,7 @@ struct sched_opts {
     unsigned max_attempts;    /* an item that went back to the queue this often is set aside */
     int64_t target_ms;        /* the work one lease should hold, at the worker's rate */
     uint64_t first_lease;     /* items of a worker's leases before its rate is known */
+    uint32_t lease_rate;      /* the leases a second all workers together should ask for */
 };
 
 /* Results of the calls (errors are negative, with a sentence in err). */
