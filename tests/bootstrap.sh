@@ -48,6 +48,18 @@ else
     all_ok 1024 16
 fi
 
+# The tree of nodes (COHORT_BOOTSTRAP_FANOUT, nodes named by loopback
+# addresses so that the leaders between can listen): with a fanout of 2, 16
+# nodes make five levels of leaders.
+SPAWN_IP_NODES=1 COHORT_BOOTSTRAP_FANOUT=2 "$spawn" 64 16 -- "$check" >"$tmp/out" 2>&1
+[ "$(grep -c ': ok via tcp$' "$tmp/out")" = 64 ]
+ok $? "64 ranks on 16 nodes, fanout 2 (five levels of leaders): bcast, allgather, barrier right on every rank ($(seen "$tmp/out" 64))"
+# 48 descriptors, too few for a root holding 33 leaders (below), are enough
+# for one holding 4.
+(ulimit -n 48 && SPAWN_IP_NODES=1 COHORT_BOOTSTRAP_FANOUT=4 COHORT_TIMEOUT=60 exec "$spawn" 34 34 -- "$check") >"$tmp/out" 2>&1
+[ "$(grep -c ': ok via tcp$' "$tmp/out")" = 34 ]
+ok $? "34 nodes with ulimit -n 48 and fanout 4: every rank right, no leader holding more than 4 others ($(seen "$tmp/out" 34))"
+
 # The stranger comes while rank 1, a child of the root, is held back (so
 # the root is still accepting): dropped when it misbehaves, harmless when
 # silent.
@@ -82,6 +94,13 @@ survivors 8 2 6 "rank 6 (n2) closed its bootstrap connection during cohort_allga
 survivors 8 2 4 "ranks 4, 5, 6, 7 (n2)\|leader (rank 4 on n2)" "node leader rank 4 killed after joining" \
     COHORT_TEST_DIE_AT=joined
 survivors 8 2 0 "bootstrap root (rank 0 on n1" "the root killed after joining" COHORT_TEST_DIE_AT=joined
+# A leader between (node 2 of 16, fanout 2: 8 nodes in its subtree): the
+# root names all 32 ranks lost with it, the subtree names the leader.
+survivors 64 16 4 "ranks 4, 5, 6, 7 (127.0.0.2), 12, 13, 14, 15 (127.0.0.4) and 24 others closed\|(rank 4 on 127.0.0.2" \
+    "a leader between the root and 7 other nodes killed after joining" COHORT_TEST_DIE_AT=joined \
+    SPAWN_IP_NODES=1 COHORT_BOOTSTRAP_FANOUT=2
+[ "$(grep -c 'ranks 4, 5, 6, 7 (127.0.0.2), 12, 13, 14, 15 (127.0.0.4) and 24 others closed' "$tmp/out")" = 32 ]
+ok $? "... the 32 ranks outside its subtree name the 32 inside ($(grep -m1 'and 24 others' "$tmp/out"))"
 # A rank that never starts, or cannot prove itself: the others wait for the
 # deadline (10 s: every other rank has started long before).
 survivors 8 2 5 "rank 5 (n2) did not join within 10 s" "rank 5 never starts" \
@@ -104,6 +123,7 @@ bad "COHORT_SECRET must be 64 hex digits" COHORT_SECRET=abc
 bad "COHORT_SECRET is not set and munge cannot stand in" -u COHORT_SECRET \
     COHORT_MUNGE_SOCKET="$tmp/no-munged"
 bad "COHORT_BOOTSTRAP_PORT='x'" COHORT_BOOTSTRAP_PORT=x
+bad "COHORT_BOOTSTRAP_FANOUT='1' is not a number from 2 to 65536" COHORT_BOOTSTRAP_FANOUT=1
 bad "not inside a Slurm job step" -u SLURM_STEP_NODELIST
 
 mkfifo "$tmp/fifo"

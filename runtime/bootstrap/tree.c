@@ -1,6 +1,6 @@
-/* tree.c - joining the two-level authenticated bootstrap tree (tree.h):
- * the layout and its view, the names of the sockets, listening, reaching
- * the parent, admitting children, failing early. The exchange is in
+/* tree.c - joining the authenticated bootstrap tree (tree.h): the layout,
+ * the tree of nodes and the view, the names of the sockets, listening,
+ * reaching the parent, admitting children, failing early. The exchange is in
  * tree_exchange.c; connections and handshakes in net.c. */
 #include "tree.h"
 
@@ -70,13 +70,45 @@ void tree_describe_ranks(const struct tree *t, const uint32_t *ranks, size_t n, 
         appendf(buf, len, &used, " and %zu other%s", n - shown, n - shown == 1 ? "" : "s");
 }
 
-/* The ranks of node, in order, into a malloc'd array. */
-uint32_t *tree_ranks_of_node(const struct tree *t, uint32_t node, size_t *n)
+/* --- the tree of nodes ----------------------------------------------- */
+
+/* A node's place in the tree: 0 for the root's node, then node order. */
+static uint64_t node_pos(const struct tree *t, uint32_t node)
+{
+    return ((uint64_t)node + t->l.num_nodes - t->root_node) % t->l.num_nodes;
+}
+
+static uint32_t node_at(const struct tree *t, uint64_t pos)
+{
+    return (uint32_t)((pos + t->root_node) % t->l.num_nodes);
+}
+
+uint32_t tree_up_node(const struct tree *t, uint32_t node)
+{
+    uint64_t p = node_pos(t, node);
+    return p ? node_at(t, (p - 1) / t->fanout) : UINT32_MAX;
+}
+
+/* How many leaders are below node's. */
+static uint32_t node_kids(const struct tree *t, uint32_t node)
+{
+    uint64_t first = node_pos(t, node) * t->fanout + 1, n = t->l.num_nodes;
+    return first >= n ? 0 : (uint32_t)(n - first < t->fanout ? n - first : t->fanout);
+}
+
+bool tree_under(const struct tree *t, uint32_t node, uint32_t top)
+{
+    while (node != top && node != UINT32_MAX)
+        node = tree_up_node(t, node);
+    return node == top;
+}
+
+uint32_t *tree_ranks_under(const struct tree *t, uint32_t node, size_t *n)
 {
     uint32_t *r = malloc(sizeof *r * (t->l.size ? t->l.size : 1));
     *n = 0;
     for (uint32_t i = 0; r && i < t->l.size; i++)
-        if (t->l.rank_node[i] == node)
+        if (tree_under(t, t->l.rank_node[i], node))
             r[(*n)++] = i;
     return r;
 }
@@ -162,36 +194,40 @@ static int listen_unix(struct tree *t, struct cohort_err *err)
     return net_listen(t->net, fd, true, err);
 }
 
-static int listen_tcp(struct tree *t, struct cohort_err *err)
+/* The TCP addresses of host: MASTER_ADDR's, or a node's name. */
+static int resolve(const char *host, uint16_t port, bool master, struct addrinfo **out,
+                   struct cohort_err *err)
 {
-    int one = 1, zero = 0;
-    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    struct sockaddr_storage ss;
-    socklen_t len;
-    memset(&ss, 0, sizeof ss);
-    if (fd >= 0) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-        a->sin6_family = AF_INET6;
-        a->sin6_addr = in6addr_any;
-        a->sin6_port = htons(t->l.port);
-        len = sizeof *a;
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
-    } else {
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-        a->sin_family = AF_INET;
-        a->sin_addr.s_addr = htonl(INADDR_ANY);
-        a->sin_port = htons(t->l.port);
-        len = sizeof *a;
-    }
+    char p[8];
+    snprintf(p, sizeof p, "%u", port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+    int e = getaddrinfo(host, p, &hints, out);
+    if (e != 0)
+        return cohort_fail_code(err, COHORT_E_NETWORK, "cannot resolve %s %s%s: %s",
+                                master ? "the bootstrap root's host" : "the node name", host,
+                                master ? " (MASTER_ADDR)" : " for the bootstrap tree",
+                                e == EAI_SYSTEM ? strerror(errno) : gai_strerror(e));
+    return 0;
+}
+
+/* Listens on address sa (family fd's; v6only for one of several). */
+static int listen_at(struct tree *t, int fd, const struct sockaddr *sa, socklen_t len,
+                     bool v6only, struct cohort_err *err)
+{
+    int one = 1, v6 = v6only;
+    if (fd >= 0 && sa->sa_family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6, sizeof v6);
     if (fd >= 0)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, SOMAXCONN) < 0) {
+    if (fd < 0 || bind(fd, sa, len) < 0 || listen(fd, SOMAXCONN) < 0) {
         int e = errno;
+        char who[HOSTLIST_MAX_NAME + 64];
         if (fd >= 0)
             close(fd);
+        host_of_node(t, t->node, who, sizeof who);
         return cohort_fail_code(err, COHORT_E_NETWORK,
-                                "the bootstrap root cannot listen on port %u: %s%s",
+                                "the bootstrap %s%s cannot listen on port %u: %s%s",
+                           t->is_root ? "root" : "leader on ", t->is_root ? "" : who,
                            t->l.port, strerror(e),
                            e == EADDRINUSE ? " (another program holds it: choose another with "
                                              "COHORT_BOOTSTRAP_PORT, or have Slurm reserve "
@@ -201,29 +237,65 @@ static int listen_tcp(struct tree *t, struct cohort_err *err)
     return net_listen(t->net, fd, false, err);
 }
 
-/* A leader's addresses of MASTER_ADDR, once. */
-static int resolve_master(struct tree *t, struct cohort_err *err)
+/* A leader with leaders below it listens on TCP: the root of a two-level
+ * tree on every address, as before; in a deeper tree the root on
+ * MASTER_ADDR's addresses, the others on their node's name's (several
+ * nodes of a test may share one host). */
+static int listen_tcp(struct tree *t, struct cohort_err *err)
 {
-    char port[8];
-    snprintf(port, sizeof port, "%u", t->l.port);
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
-    int e = getaddrinfo(t->l.master_addr, port, &hints, &t->master);
-    if (e != 0)
-        return cohort_fail_code(err, COHORT_E_NETWORK,
-                                "cannot resolve the bootstrap root's host %s (MASTER_ADDR): %s",
-                           t->l.master_addr, e == EAI_SYSTEM ? strerror(errno) : gai_strerror(e));
-    return 0;
+    if (t->is_root && t->l.num_nodes <= t->fanout + 1) {
+        struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = in6addr_any,
+                                  .sin6_port = htons(t->l.port)};
+        struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(t->l.port),
+                                 .sin_addr.s_addr = htonl(INADDR_ANY)};
+        int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd >= 0)
+            return listen_at(t, fd, (struct sockaddr *)&a6, sizeof a6, false, err);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        return listen_at(t, fd, (struct sockaddr *)&a4, sizeof a4, false, err);
+    }
+    struct addrinfo *ai;
+    char host[HOSTLIST_MAX_NAME + 1];
+    if (t->is_root)
+        snprintf(host, sizeof host, "%s", t->l.master_addr);
+    else
+        host_of_node(t, t->node, host, sizeof host);
+    if (resolve(host, t->l.port, t->is_root, &ai, err) < 0)
+        return -1;
+    int rc = 0;
+    for (struct addrinfo *a = ai; a && rc == 0; a = a->ai_next) {
+        int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        rc = listen_at(t, fd, a->ai_addr, a->ai_addrlen, true, err);
+    }
+    freeaddrinfo(ai);
+    return rc;
+}
+
+/* A leader's addresses of its parent: MASTER_ADDR's, or the name of the
+ * node above it. */
+static int resolve_up(struct tree *t, struct cohort_err *err)
+{
+    uint32_t up = tree_up_node(t, t->node);
+    if (up == t->root_node)
+        return resolve(t->l.master_addr, t->l.port, true, &t->up_addrs, err);
+    char host[HOSTLIST_MAX_NAME + 1];
+    host_of_node(t, up, host, sizeof host);
+    return resolve(host, t->l.port, false, &t->up_addrs, err);
 }
 
 /* The parent's name for messages. */
 void tree_parent_name(const struct tree *t, char *buf, size_t len)
 {
     char host[HOSTLIST_MAX_NAME + 1];
-    uint32_t parent = t->is_leader ? 0 : t->node_first[t->node];
+    uint32_t parent = t->is_leader ? t->node_first[tree_up_node(t, t->node)]
+                                   : t->node_first[t->node];
     host_of_node(t, t->l.rank_node[parent], host, sizeof host);
     if (parent == 0 && t->is_leader)
         snprintf(buf, len, "the bootstrap root (rank 0 on %.60s, %.60s:%u)", host,
                  t->l.master_addr, t->l.port);
+    else if (t->is_leader)
+        snprintf(buf, len, "the bootstrap leader above this node (rank %u on %.60s, port %u)",
+                 parent, host, t->l.port);
     else if (parent == 0)
         snprintf(buf, len, "the bootstrap root (rank 0 on %.60s)", host);
     else
@@ -235,10 +307,11 @@ static int dial_parent(struct tree *t, struct cohort_err *err)
 {
     struct net_target tg = {.timeout_s = t->timeout_ms / 1000, .port = t->l.port};
     tree_parent_name(t, tg.name, sizeof tg.name);
-    bool root = t->is_leader || t->node_first[t->node] == 0;
+    bool root = t->is_leader ? tree_up_node(t, t->node) == t->root_node
+                             : t->node_first[t->node] == 0;
     tg.role = root ? "bootstrap root" : "bootstrap leader";
     if (t->is_leader) {
-        tg.addrs = t->master;
+        tg.addrs = t->up_addrs;
     } else {
         struct stat st;
         tg.is_unix = true;
@@ -284,7 +357,7 @@ static enum net_admit admit(void *ctx, const struct hs_hello *h, struct cohort_e
         t->l.rank_node[rank] != node)
         return NET_DROP;
     bool mine_node = node == t->node;
-    bool leader = t->is_root && rank == t->node_first[node] && !mine_node;
+    bool leader = rank == t->node_first[node] && !mine_node && tree_up_node(t, node) == t->node;
     if (!mine_node && !leader)
         return NET_DROP;
     if (t->joined[rank]) {
@@ -405,9 +478,10 @@ static int layout_of(struct tree *t, const struct tree_layout *layout, struct co
         t->local_size += layout->rank_node[r] == t->node;
     t->is_root = layout->rank == 0;
     t->is_leader = layout->rank == t->node_first[t->node];
-    t->expected_kids = t->is_leader ? t->local_size - 1 : 0;
-    if (t->is_root)
-        t->expected_kids += layout->num_nodes - 1;
+    t->root_node = layout->rank_node[0];
+    t->fanout = layout->fanout ? layout->fanout : TREE_DEFAULT_FANOUT;
+    t->node_kids = t->is_leader ? node_kids(t, t->node) : 0;
+    t->expected_kids = t->is_leader ? t->local_size - 1 + t->node_kids : 0;
     return make_view(t, err);
 }
 
@@ -432,11 +506,11 @@ int tree_open(const struct tree_layout *layout, const struct auth_key *key, int 
     if (rc == 0)
         rc = net_new(&me, &ops, &t->net, err);
     if (rc == 0 && t->is_leader && !t->is_root)
-        rc = resolve_master(t, err);
+        rc = resolve_up(t, err);
     if (rc == 0 && t->is_leader)
         rc = listen_unix(t, err);
     bool can_relay = rc == 0; /* the node's tasks (and leaders) can be told why */
-    if (rc == 0 && t->is_root && layout->num_nodes > 1)
+    if (rc == 0 && t->node_kids)
         rc = listen_tcp(t, err);
     if (rc == 0 && t->expected_kids)
         rc = fd_check(t, err);
@@ -469,8 +543,8 @@ void tree_close(struct tree *t)
     free(t->kids);
     free(t->joined);
     free(t->node_first);
-    if (t->master)
-        freeaddrinfo(t->master);
+    if (t->up_addrs)
+        freeaddrinfo(t->up_addrs);
     auth_key_clear(&t->key);
     free(t);
 }

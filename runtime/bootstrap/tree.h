@@ -1,9 +1,14 @@
-/* tree.h - the TCP/Unix-socket bootstrap of a step: a two-level tree on
- * the connection layer (net.h). Each node's leader (its task of lowest
- * local id) accepts the node's other tasks on a Unix socket: an abstract
- * name derived from the step secret, or under munge a socket in a 0700
- * directory of the user's; rank 0, the root, accepts the other nodes'
- * leaders on TCP (MASTER_ADDR:port) and its own node's tasks. Every
+/* tree.h - the TCP/Unix-socket bootstrap of a step: a tree on the
+ * connection layer (net.h). Each node's leader (its task of lowest local
+ * id) accepts the node's other tasks on a Unix socket: an abstract name
+ * derived from the step secret, or under munge a socket in a 0700
+ * directory of the user's. The leaders form a tree of nodes, each
+ * accepting at most `fanout` other nodes' leaders on TCP: rank 0, the
+ * root, on MASTER_ADDR:port, the leaders between on their node's host name
+ * and the same port. Up to fanout + 1 nodes the root accepts every leader
+ * (two levels, listening on every address); at 16,384 nodes and the
+ * default fanout of 128, no task holds more than 128 + its node's tasks
+ * connections below it. Every
  * connection is authenticated both ways (handshake.h) and every frame
  * after it carries a MAC; a stranger is dropped and the others go on; a
  * task that sees the step otherwise (task count, nodes, layout) is
@@ -32,7 +37,11 @@ struct tree_layout {
     uint16_t port;           /* the root's TCP port */
     uint32_t job_id, step_id;
     const char *socket_dir;  /* munge: the directory of the node's socket */
+    uint32_t fanout;         /* leaders below one leader; 0: TREE_DEFAULT_FANOUT */
 };
+
+#define TREE_DEFAULT_FANOUT 128u
+#define TREE_MAX_FANOUT 65536u
 
 struct tree;
 

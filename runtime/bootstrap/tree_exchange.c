@@ -124,7 +124,7 @@ static int take_up(struct tree *t, struct exchange *x, const struct conn *c,
         if ((size_t)(end - p - 8) < n || rank >= t->l.size)
             return -1;
         bool from_leader = c->rank == t->node_first[c->node] && c->node != t->node;
-        if (from_leader ? t->l.rank_node[rank] != c->node : rank != c->rank)
+        if (from_leader ? !tree_under(t, t->l.rank_node[rank], c->node) : rank != c->rank)
             return -1;
         if (t->is_root ? root_store(x, rank, p + 8, n) < 0
                        : blocks_add(&x->pending, rank, p + 8, n) < 0)
@@ -135,7 +135,7 @@ static int take_up(struct tree *t, struct exchange *x, const struct conn *c,
 }
 
 /* Fails the exchange what because the kid (rank, node) left: for another
- * node's leader, all of that node's ranks are lost. */
+ * node's leader, all the ranks of its subtree of nodes are lost. */
 static int lost_kid(struct tree *t, const char *what, uint32_t rank, uint32_t node,
                     const struct net_conn *from, struct cohort_err *err)
 {
@@ -143,7 +143,7 @@ static int lost_kid(struct tree *t, const char *what, uint32_t rank, uint32_t no
     struct cohort_err why;
     if (node != t->node) {
         size_t n;
-        uint32_t *ranks = tree_ranks_of_node(t, node, &n);
+        uint32_t *ranks = tree_ranks_under(t, node, &n);
         tree_describe_ranks(t, ranks ? ranks : &rank, ranks ? n : 1, who, sizeof who);
         free(ranks);
         cohort_fail_code(&why, COHORT_E_PEER_LOST, "the bootstrap connection of %s closed "

@@ -21,6 +21,8 @@ struct tree {
     struct tree_layout l;
     uint32_t *node_first;      /* lowest rank of each node: its leader */
     uint32_t node, local_size; /* this task's node and its task count */
+    uint32_t root_node, fanout; /* the node tree: see tree_up_node */
+    uint32_t node_kids;        /* a leader's: the leaders below it */
     bool is_root, is_leader;
     struct auth_key key;
     uint8_t view[HS_VIEW_LEN]; /* how this task sees the step */
@@ -35,7 +37,7 @@ struct tree {
     uint16_t seq;
     bool gone;   /* a task left after its last result: the next exchange fails */
     uint32_t gone_rank, gone_node;
-    struct addrinfo *master;   /* a leader's addresses of MASTER_ADDR */
+    struct addrinfo *up_addrs; /* a leader's addresses of its parent's host */
     char sock_path[108];       /* a leader's filesystem socket (munge), to remove */
     struct cohort_err refused; /* a child of another view was refused: the step fails */
     bool parent_told; /* the parent was sent this task's abort */
@@ -48,8 +50,15 @@ long long tree_now_ms(void);
 /* "rank 5 (n2)", "ranks 5, 9 (n2), 12 (n3) and 3 others": ranks sorted. */
 void tree_describe_ranks(const struct tree *t, const uint32_t *ranks, size_t n, char *buf,
                          size_t len);
-/* The ranks of node, in order, into a malloc'd array. */
-uint32_t *tree_ranks_of_node(const struct tree *t, uint32_t node, size_t *n);
+/* The node tree: the leaders form a k-ary tree (k = the fanout) rooted at
+ * rank 0's node, in node order from it. The node whose leader is node's
+ * parent, or UINT32_MAX for the root's node. */
+uint32_t tree_up_node(const struct tree *t, uint32_t node);
+/* The ranks of the nodes in node's subtree (node itself included), in
+ * order, into a malloc'd array. */
+uint32_t *tree_ranks_under(const struct tree *t, uint32_t node, size_t *n);
+/* Whether node lies in top's subtree (top itself included). */
+bool tree_under(const struct tree *t, uint32_t node, uint32_t top);
 /* The parent's name for messages. */
 void tree_parent_name(const struct tree *t, char *buf, size_t len);
 /* Takes a newly admitted child into t->kids; -1 when out of memory. */

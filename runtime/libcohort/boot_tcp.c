@@ -1,19 +1,45 @@
 /* boot_tcp.c - libcohort's TCP bootstrap (boot_ops.h): the step's key
- * (auth_step_key), the directory of the node sockets under munge, and the
- * two-level tree (tree.h). */
+ * (auth_step_key), the directory of the node sockets under munge, the
+ * fanout of the tree of nodes (COHORT_BOOTSTRAP_FANOUT), and the tree
+ * (tree.h). */
 #include "boot_ops.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "auth.h"
 #include "tree.h"
 
+/* COHORT_BOOTSTRAP_FANOUT: leaders below one leader (the same on every
+ * task: srun gives them one environment), 0 for the default. */
+static int fanout(const struct envlist *env, uint32_t *out, struct cohort_err *err)
+{
+    const char *v = envlist_get(env, "COHORT_BOOTSTRAP_FANOUT");
+    char *end;
+    *out = 0;
+    if (!v || !*v)
+        return 0;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || end == v || v[0] == '-' || n < 2 || n > TREE_MAX_FANOUT)
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "COHORT_BOOTSTRAP_FANOUT='%.40s' is not a number from 2 to %u: "
+                                "give one, or unset it for the default (%u)",
+                                v, TREE_MAX_FANOUT, TREE_DEFAULT_FANOUT);
+    *out = (uint32_t)n;
+    return 0;
+}
+
 static int tcp_open(const struct boot_args *a, void **b, struct cohort_err *err)
 {
-    struct auth_key key;
+    struct auth_key key = {0};
     struct tree *t = NULL;
-    int rc = auth_step_key(a->env, &key, err);
+    uint32_t fan = 0;
+    int rc = fanout(a->env, &fan, err);
+    if (rc == 0)
+        rc = auth_step_key(a->env, &key, err);
     if (rc == 0) {
         char socket_dir[96];
         const char *dir = envlist_get(a->env, "COHORT_SOCKET_DIR");
@@ -32,6 +58,7 @@ static int tcp_open(const struct boot_args *a, void **b, struct cohort_err *err)
             .job_id = a->step->job_id,
             .step_id = a->step->step_id,
             .socket_dir = socket_dir,
+            .fanout = fan,
         };
         rc = tree_open(&layout, &key, a->timeout_s * 1000, &t, err);
     }

@@ -8,6 +8,9 @@
  *   spawn N NODES [--stranger garbage|wrong-mac|silent] [--bad-secret RANK]
  *         [--attack CMD | --attack-first CMD] [--proxy-port]
  *         [--env-rank RANK VAR=VALUE] -- PROG [ARGS...]
+ * With SPAWN_IP_NODES=1 the nodes are named 127.0.0.1, 127.0.0.2, ...
+ * instead: names that resolve, where the bootstrap leaders between the
+ * root and the others listen (COHORT_BOOTSTRAP_FANOUT).
  * The port is drawn at random below the kernel's ephemeral range and checked
  * free: no outgoing connection of another program on this machine can be
  * given it, and a connect to it can never connect to itself.
@@ -135,7 +138,11 @@ static pid_t start(int rank, int nodes, const char *tpn, int port, const char *s
     if (pid != 0)
         return pid;
     char buf[64];
-    snprintf(buf, sizeof buf, "n[1-%d]", nodes);
+    const char *ip = getenv("SPAWN_IP_NODES");
+    if (ip && strcmp(ip, "1") == 0) /* names that resolve, one loopback address a node */
+        snprintf(buf, sizeof buf, "127.0.0.[1-%d]", nodes);
+    else
+        snprintf(buf, sizeof buf, "n[1-%d]", nodes);
     setenv("SLURM_STEP_NODELIST", buf, 1);
     snprintf(buf, sizeof buf, "%d", n_tasks);
     setenv("SLURM_STEP_NUM_TASKS", buf, 1);
