@@ -1,6 +1,6 @@
 ## runtime/work/local.mk - the work queue's pure core: the scheduling and
-## lease logic (no sockets, no clock) and its throughput bench (`make
-## bench/sched_bench`); the messages libcohort's client shares with the
+## lease logic (no sockets, no clock), its throughput bench (`make
+## bench/sched_bench`) and its simulation at scale (`bench/scale_sim`); the messages libcohort's client shares with the
 ## coordinator (runtime/coord, which hosts the queue); the journal.
 noinst_LTLIBRARIES += runtime/work/libcohort_work_sched.la
 runtime_work_libcohort_work_sched_la_SOURCES = runtime/work/work_sched.h \
@@ -12,6 +12,10 @@ EXTRA_PROGRAMS += bench/sched_bench
 bench_sched_bench_LDADD = runtime/work/libcohort_work_sched.la \
 	runtime/planner/libcohort_planner_base.la
 bench_sched_bench_LDFLAGS = -no-install
+EXTRA_PROGRAMS += bench/scale_sim
+bench_scale_sim_LDADD = runtime/work/libcohort_work_sched.la \
+	runtime/planner/libcohort_planner_base.la -lm
+bench_scale_sim_LDFLAGS = -no-install
 
 noinst_LTLIBRARIES += runtime/work/libcohort_work_msg.la
 runtime_work_libcohort_work_msg_la_SOURCES = runtime/work/work_msg.c runtime/work/work_msg.h

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where the budget binds, no lease shrinks below the lease time over this. */
+#define TAIL_DIVISOR 4
+
 /* The mean measured rate (items per ms), 0 when none is. */
 static double mean_rate(const struct sched *s)
 {
@@ -41,6 +44,8 @@ static uint64_t lease_size(const struct sched *s, const struct worker *wk, size_
         share = mine / (s->sum_rate + (s->n_active - s->n_measured) * mean);
     }
     double size = fmin(floor(base + 0.5), ceil((double)s->queued * share / 2));
+    if (t > (double)s->o.target_ms && mean > 0) /* the budget binds: the tail's leases too */
+        size = fmax(size, floor((wk->rate > 0 ? wk->rate : mean) * t / TAIL_DIVISOR));
     uint64_t n = size < 1 ? 1 : (uint64_t)fmin(size, (double)s->queued);
     return n < cap ? n : cap;
 }
@@ -86,7 +91,8 @@ static int grant_from_queue(struct sched *s, unsigned wi, int64_t now, uint64_t 
 }
 
 /* The lease speculation would copy from: of the other live workers' leases
- * with items nobody copied yet, the one expected to finish last. */
+ * with items nobody copied yet, the one expected to finish last; beyond
+ * SCHED_VICTIM_SCAN workers, among the next SCHED_VICTIM_SCAN in turn. */
 struct victim {
     unsigned a;
     size_t li;
@@ -98,7 +104,12 @@ static bool pick_victim(struct sched *s, unsigned wi, int64_t now, double mean,
                         struct victim *v)
 {
     *v = (struct victim){.e = -1};
-    for (unsigned a = 0; a < s->nw; a++) {
+    unsigned scan = s->nw < SCHED_VICTIM_SCAN ? s->nw : SCHED_VICTIM_SCAN;
+    unsigned from = scan < s->nw ? s->scan_from : 0;
+    if (scan < s->nw)
+        s->scan_from = (unsigned)(((uint64_t)from + scan) % s->nw);
+    for (unsigned j = 0; j < scan; j++) {
+        unsigned a = (unsigned)(((uint64_t)from + j) % s->nw);
         struct worker *wk = &s->w[a];
         double r = wk->rate > 0 ? wk->rate : mean;
         for (size_t li = 0; a != wi && li < wk->nlease; li++) {

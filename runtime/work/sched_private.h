@@ -66,6 +66,7 @@ struct sched {
     double sum_rate;        /* of measured active workers */
     unsigned n_measured, n_active;
     int64_t next_deadline;  /* no lease's deadline is earlier (a lower bound) */
+    unsigned scan_from;     /* where the next speculation's look starts */
     bool started;           /* leasing began: no more sched_mark_committed */
 };
 

@@ -43,7 +43,11 @@
  *   max(holder's finish - k / its rate, now + k / asker's rate), and only
  *   when that finish is earlier than the holder's. Each item has at most
  *   one copy; a worker never gets a copy of an item it holds. The first
- *   commit wins; the other holder's commit is STALE.
+ *   commit wins; the other holder's commit is STALE. Beyond
+ *   SCHED_VICTIM_SCAN workers, one asking looks at the leases of the next
+ *   SCHED_VICTIM_SCAN workers in turn, not all: at 131,072 workers a look
+ *   at every lease by every idle worker at the tail would cost the
+ *   coordinator minutes.
  * - Expiry: every call that passes `now` first takes back the leases whose
  *   deadline is at or before it, so a commit after its lease's deadline is
  *   STALE whether or not sched_tick ran in between.
@@ -65,6 +69,7 @@
 #define SCHED_DEFAULT_FIRST_LEASE 1u
 #define SCHED_FIRST_SAMPLE_MS 10 /* a worker's first rate is measured over this much */
 #define SCHED_DEFAULT_LEASE_RATE 10000u /* leases a second the coordinator is asked for */
+#define SCHED_VICTIM_SCAN 256u /* workers one speculation looks at, at most */
 
 /* Every field 0 means its default. */
 struct sched_opts {
