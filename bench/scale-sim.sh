@@ -5,7 +5,9 @@
 # 1:2:4, the item time chosen so that the ideal makespan is 400 s at every
 # size; each size with the coordinator's measured cost per request (REQ_US,
 # 30), with none (what the scheduler alone loses), and with node 1's 8
-# workers killed at 200 s. Prints a Markdown table.
+# workers killed at 200 s; at 131,072 ranks also with requests of 15 and
+# 10 us (not measured: what a cheaper request would give). Prints a
+# Markdown table.
 #   bench/scale-sim.sh BUILDDIR ["SIZES"]
 set -u
 build=$(cd "${1:?usage: scale-sim.sh BUILDDIR [SIZES]}" && pwd)
@@ -17,7 +19,9 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $sizes; do
     # ideal = 10^8 x item / (n x 7/3) = 400 s
     item=$(awk -v n="$n" 'BEGIN { printf "%d", 400e6 * n * 7 / 3 / 1e8 + 0.5 }')
-    for c in "$req_us 0:requests at $req_us us" "0 0:requests free" "$req_us 200:node 1 killed at 200 s"; do
+    cases=("$req_us 0:requests at $req_us us" "0 0:requests free" "$req_us 200:node 1 killed at 200 s")
+    [ "$n" -ge 131072 ] && cases+=("15 0:requests at 15 us" "10 0:requests at 10 us")
+    for c in "${cases[@]}"; do
         args=${c%%:*}
         row=$("$build/bench/scale_sim" "$n" 100000000 "$item" ${args}) || { echo "| $n | failed | ${c#*:} |"; continue; }
         echo "$row ${c#*:} |"

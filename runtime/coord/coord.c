@@ -1,6 +1,6 @@
 /* coord.c - the work coordinator's service (coord.h): workers' requests
- * in, the scheduler's answers out, held leases, group commit, and when to
- * stop. The report lines are in coord_report.c. */
+ * in, the scheduler's answers out, group commit. Held leases and closes
+ * are in coord_wake.c, the report lines in coord_report.c. */
 #include "coord.h"
 
 #include <stdio.h>
@@ -24,6 +24,8 @@ int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_
         !(co->stale = malloc(sizeof *co->stale * COORD_LEASE_MAX)))
         return cohort_fail(err, "out of memory");
     co->cfg = cfg;
+    if (coord_wake_new(co) < 0)
+        return cohort_fail(err, "out of memory");
     struct sched_opts so = {.lease_timeout_ms = (int64_t)cfg->lease_timeout_s * 1000,
                             .max_attempts = cfg->max_attempts};
     if (sched_create(cfg->n_items, cfg->size, &so, &co->s, err) < 0)
@@ -49,6 +51,7 @@ void coord_free(struct coord *co)
     free(co->spans);
     free(co->verdicts);
     free(co->stale);
+    coord_wake_free(co);
     for (uint32_t r = 0; co->w && r < co->cfg->size; r++)
         free(co->w[r].due);
     free(co->w);
@@ -81,8 +84,7 @@ void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p,
         co->oom = true;
 }
 
-/* Answers a lease now, or holds it. */
-static void lease(struct coord *co, uint32_t rank, int64_t now)
+void coord_lease(struct coord *co, uint32_t rank, int64_t now)
 {
     struct worker *w = &co->w[rank];
     struct sched_grant g;
@@ -99,6 +101,7 @@ static void lease(struct coord *co, uint32_t rank, int64_t now)
         coord_send(co, rank, WORK_FINISHED, NULL, 0);
     } else if (rc == SCHED_WAIT) {
         w->held_since = w->held_since ? w->held_since : now;
+        coord_hold(co, rank);
         if (g.wait_until < co->next_wake)
             co->next_wake = g.wait_until;
     } else {
@@ -256,7 +259,7 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     hold(co, rank, answer, len); /* answered after the sync and the link */
 }
 
-static void totals(struct coord *co, uint32_t rank, enum work_op op)
+void coord_totals(struct coord *co, uint32_t rank, enum work_op op)
 {
     struct sched_status st;
     sched_status(co->s, &st);
@@ -283,7 +286,7 @@ static void drained(struct coord *co, uint32_t rank, int64_t now)
         co->oom = true;
     co->changed = true;
     co->drained++;
-    totals(co, rank, WORK_CLOSED);
+    coord_totals(co, rank, WORK_CLOSED);
     co->w[rank].closed_ok = true;
 }
 
@@ -295,7 +298,7 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
     switch (f->flags) {
     case WORK_LEASE:
         w->cap = f->len == 8 ? wire_get64(f->payload) : 0;
-        lease(co, rank, now);
+        coord_lease(co, rank, now);
         break;
     case WORK_COMMIT:
     case WORK_FAIL:
@@ -311,13 +314,16 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
             coord_send(co, rank, WORK_OK, NULL, 0);
         break;
     case WORK_STATUS:
-        totals(co, rank, WORK_TOTALS);
+        coord_totals(co, rank, WORK_TOTALS);
         break;
     case WORK_CLOSE:
         w->closing = true;
         w->held_since = now;
+        co->changed = true; /* a queue nobody will finish is told at once */
         if (f->len == 1 && f->payload[0] == WORK_CLOSE_DRAIN)
             drained(co, rank, now);
+        else
+            coord_hold(co, rank);
         break;
     default:
         coord_send(co, rank, WORK_ERROR, "an unknown request", 18);
@@ -377,73 +383,4 @@ void coord_joined(struct coord *co, struct net_conn *c)
     w->ever = true;
     w->closed_ok = false;
     co->connected++;
-}
-
-/* With items left (st, the caller saw the queue not finished): none
- * leased, and every worker ever to come is closing or gone: nobody will do
- * them. */
-static bool stranded(const struct coord *co, const struct sched_status *st)
-{
-    if (co->came < co->cfg->size || st->leased)
-        return false;
-    for (uint32_t r = 0; r < co->cfg->size; r++)
-        if (co->w[r].conn && !co->w[r].closing)
-            return false;
-    return true;
-}
-
-/* Every closing worker of a stranded queue is told why its close fails. */
-static void refuse_closes(struct coord *co, const struct sched_status *st)
-{
-    char msg[320];
-    int len = snprintf(msg, sizeof msg,
-                       "every worker left in queue '%s' closed it with %llu of %llu items not "
-                       "done and none leased: nobody will do them (rerun the step with the "
-                       "same journal to resume)",
-                       co->cfg->name,
-                       (unsigned long long)(st->total - st->committed - st->set_aside),
-                       (unsigned long long)st->total);
-    for (uint32_t r = 0; r < co->cfg->size; r++)
-        if (co->w[r].conn && co->w[r].closing && !co->w[r].closed_ok) {
-            coord_send(co, r, WORK_ERROR, msg, (uint32_t)len);
-            co->w[r].closed_ok = true;
-        }
-}
-
-/* Held leases and closes: answered once something changed, or at the
- * keepalive. */
-void coord_wake(struct coord *co, int64_t now)
-{
-    bool done = coord_finished(co);
-    co->next_wake = now + COORD_KEEPALIVE_MS;
-    if (!done) {
-        struct sched_status st;
-        sched_status(co->s, &st);
-        if (stranded(co, &st))
-            refuse_closes(co, &st);
-    }
-    for (uint32_t r = 0; r < co->cfg->size; r++) {
-        struct worker *w = &co->w[r];
-        if (!w->conn)
-            continue;
-        if (w->closing && !w->closed_ok && done) {
-            totals(co, r, WORK_CLOSED);
-            w->closed_ok = true;
-        } else if (w->held && (co->changed || now >= w->held_since + COORD_KEEPALIVE_MS)) {
-            lease(co, r, now);
-            if (w->held && now >= w->held_since + COORD_KEEPALIVE_MS) {
-                coord_send(co, r, WORK_WAIT, NULL, 0);
-                w->held = false;
-                w->held_since = 0;
-            }
-        } else if (w->closing && !w->closed_ok && now >= w->held_since + COORD_KEEPALIVE_MS) {
-            coord_send(co, r, WORK_WAIT, NULL, 0);
-            w->held_since = now;
-        }
-        int64_t due = (w->held || (w->closing && !w->closed_ok)) && w->held_since
-                          ? w->held_since + COORD_KEEPALIVE_MS : INT64_MAX;
-        if (due < co->next_wake)
-            co->next_wake = due;
-    }
-    co->changed = false;
 }

@@ -31,6 +31,7 @@ struct worker {
     int64_t held_since;     /* a held lease or close, since (ms); 0: none */
     bool closing;           /* it closed the queue: answered once every item is done */
     bool closed_ok;         /* and was answered */
+    bool in_ring, in_closes; /* in co->ring, co->closes (coord_wake.c) */
     uint8_t *due;           /* a commit's answer waiting for the journal's sync */
     uint32_t due_len;
 };
@@ -60,12 +61,27 @@ struct coord {
     uint32_t drained;       /* workers that closed drained */
     uint64_t published;     /* parts published by this coordinator */
     bool changed;           /* items came back or finished: held leases may go */
+    uint32_t *ring;         /* held leases, oldest first: ring_len from ring_head */
+    size_t ring_head, ring_len;
+    uint32_t *closes;       /* closes waiting for the queue to be done */
+    size_t n_closes;
+    int64_t next_sweep;     /* the keepalive's next sweep over every rank */
     bool oom;
     int64_t start_ms, join_by, next_wake, next_progress;
     uint64_t granted, last_committed;
 };
 
 void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len);
+/* Answers rank's lease now, or holds it (coord_hold). */
+void coord_lease(struct coord *co, uint32_t rank, int64_t now);
+/* Sends rank the queue's totals as op (WORK_TOTALS, WORK_CLOSED). */
+void coord_totals(struct coord *co, uint32_t rank, enum work_op op);
+
+/* coord_wake.c: held leases and closes. A held lease (or close) of rank
+ * is noted, to be tried again after a change (answered once done). */
+int coord_wake_new(struct coord *co);
+void coord_wake_free(struct coord *co);
+void coord_hold(struct coord *co, uint32_t rank);
 
 bool coord_finished(const struct coord *co);
 void coord_serve(struct coord *co, struct net_conn *c, int64_t now);

@@ -1,0 +1,154 @@
+/* coord_wake.c - the work coordinator's held requests (coord_private.h):
+ * leases with nothing to hand out yet and closes before the queue is done.
+ * After a change the held leases are tried again oldest first from a ring,
+ * stopping after COORD_RETRY_WAITS in a row still find nothing (at 131,072
+ * ranks, trying every held lease after every commit would cost the
+ * coordinator far more than the commit); once the queue is done every held
+ * lease and close is answered; a sweep over all ranks each COORD_SWEEP_MS
+ * answers those held for the keepalive, and the closes of a queue nobody
+ * will finish. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "coord_private.h"
+#include "work_sched.h"
+#include "work_msg.h"
+
+#define COORD_SWEEP_MS 1000  /* the keepalive's sweep over every rank, this often */
+#define COORD_RETRY_WAITS 4 /* held leases tried in a row without result end a retry */
+
+int coord_wake_new(struct coord *co)
+{
+    co->ring = malloc(sizeof *co->ring * co->cfg->size);
+    co->closes = malloc(sizeof *co->closes * co->cfg->size);
+    return co->ring && co->closes ? 0 : -1;
+}
+
+void coord_wake_free(struct coord *co)
+{
+    free(co->ring);
+    free(co->closes);
+}
+
+void coord_hold(struct coord *co, uint32_t rank)
+{
+    struct worker *w = &co->w[rank];
+    if (w->closing && !w->in_closes) {
+        co->closes[co->n_closes++] = rank;
+        w->in_closes = true;
+    } else if (!w->closing && !w->in_ring) {
+        co->ring[(co->ring_head + co->ring_len++) % co->cfg->size] = rank;
+        w->in_ring = true;
+    }
+}
+
+/* Tries the held leases again, oldest first: all of them once the queue
+ * is done (each is told so), else until COORD_RETRY_WAITS in a row find
+ * nothing. One still held goes to the ring's end. */
+static void retry_held(struct coord *co, bool done, int64_t now)
+{
+    size_t n = co->ring_len, waits = 0;
+    for (size_t i = 0; i < n && (done || waits < COORD_RETRY_WAITS); i++) {
+        uint32_t r = co->ring[co->ring_head];
+        struct worker *w = &co->w[r];
+        co->ring_head = (co->ring_head + 1) % co->cfg->size;
+        co->ring_len--;
+        w->in_ring = false;
+        if (!w->conn || !w->held)
+            continue;
+        coord_lease(co, r, now); /* held again: back into the ring */
+        waits = w->held ? waits + 1 : 0;
+    }
+}
+
+/* Once the queue is done: every close waiting is answered. */
+static void answer_closes(struct coord *co)
+{
+    for (size_t i = 0; i < co->n_closes; i++) {
+        struct worker *w = &co->w[co->closes[i]];
+        w->in_closes = false;
+        if (w->conn && w->closing && !w->closed_ok) {
+            coord_totals(co, co->closes[i], WORK_CLOSED);
+            w->closed_ok = true;
+        }
+    }
+    co->n_closes = 0;
+}
+
+/* With items left (st, the caller saw the queue not finished): none
+ * leased, and every worker ever to come is closing or gone: nobody will do
+ * them. */
+static bool stranded(const struct coord *co, const struct sched_status *st)
+{
+    if (co->came < co->cfg->size || st->leased)
+        return false;
+    for (uint32_t r = 0; r < co->cfg->size; r++)
+        if (co->w[r].conn && !co->w[r].closing)
+            return false;
+    return true;
+}
+
+/* Every closing worker of a stranded queue is told why its close fails. */
+static void refuse_closes(struct coord *co, const struct sched_status *st)
+{
+    char msg[320];
+    int len = snprintf(msg, sizeof msg,
+                       "every worker left in queue '%s' closed it with %llu of %llu items not "
+                       "done and none leased: nobody will do them (rerun the step with the "
+                       "same journal to resume)",
+                       co->cfg->name,
+                       (unsigned long long)(st->total - st->committed - st->set_aside),
+                       (unsigned long long)st->total);
+    for (uint32_t r = 0; r < co->cfg->size; r++)
+        if (co->w[r].conn && co->w[r].closing && !co->w[r].closed_ok) {
+            coord_send(co, r, WORK_ERROR, msg, (uint32_t)len);
+            co->w[r].closed_ok = true;
+        }
+}
+
+/* The keepalive: a lease or close held for about COORD_KEEPALIVE_MS (one
+ * sweep early rather than late) is answered WAIT (a lease tried once more
+ * first); the client asks again. */
+static void sweep(struct coord *co, int64_t now)
+{
+    int64_t due = now - (COORD_KEEPALIVE_MS - COORD_SWEEP_MS);
+    for (uint32_t r = 0; r < co->cfg->size; r++) {
+        struct worker *w = &co->w[r];
+        if (!w->conn || !w->held_since || w->held_since > due)
+            continue;
+        if (w->held) {
+            coord_lease(co, r, now);
+            if (w->held) {
+                coord_send(co, r, WORK_WAIT, NULL, 0);
+                w->held = false;
+                w->held_since = 0;
+            }
+        } else if (w->closing && !w->closed_ok) {
+            coord_send(co, r, WORK_WAIT, NULL, 0);
+            w->held_since = now;
+        }
+    }
+}
+
+void coord_wake(struct coord *co, int64_t now)
+{
+    bool done = coord_finished(co);
+    co->next_wake = now + COORD_KEEPALIVE_MS;
+    if (!done && (co->changed || now >= co->next_sweep)) {
+        struct sched_status st;
+        sched_status(co->s, &st);
+        if (stranded(co, &st))
+            refuse_closes(co, &st);
+    }
+    if (co->changed || done)
+        retry_held(co, done, now);
+    if (done)
+        answer_closes(co);
+    if (now >= co->next_sweep) {
+        sweep(co, now);
+        co->next_sweep = now + COORD_SWEEP_MS;
+    }
+    if (co->next_sweep < co->next_wake)
+        co->next_wake = co->next_sweep;
+    co->changed = false;
+}
