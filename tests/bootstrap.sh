@@ -123,7 +123,8 @@ bad "COHORT_SECRET must be 64 hex digits" COHORT_SECRET=abc
 bad "COHORT_SECRET is not set and munge cannot stand in" -u COHORT_SECRET \
     COHORT_MUNGE_SOCKET="$tmp/no-munged"
 bad "COHORT_BOOTSTRAP_PORT='x'" COHORT_BOOTSTRAP_PORT=x
-bad "COHORT_BOOTSTRAP_FANOUT='1' is not a number from 2 to 65536" COHORT_BOOTSTRAP_FANOUT=1
+bad "COHORT_BOOTSTRAP_FANOUT='0' is not a number from 1 to 65536" COHORT_BOOTSTRAP_FANOUT=0
+bad "COHORT_BOOTSTRAP_BIND='lo' is neither 'any' nor 'name'" COHORT_BOOTSTRAP_BIND=lo
 bad "not inside a Slurm job step" -u SLURM_STEP_NODELIST
 
 mkfifo "$tmp/fifo"
@@ -194,6 +195,9 @@ ok $? "a rank told of 9 tasks where the step has 8: refused at the join with bot
 COHORT_TIMEOUT=30 "$spawn" 8 2 --env-rank 5 "SLURM_STEP_NODELIST=n[1,3]" -- "$check" >"$tmp/out" 2>&1
 every 8 "rank 5 (n2) sees the step as 8 tasks on 2 nodes (layout [0-9a-f]*), rank 4 as 8 tasks on 2 nodes"
 ok $? "a rank with another node list: refused at the join with both views ($(seen "$tmp/out" 8))"
+COHORT_TIMEOUT=30 "$spawn" 8 2 --env-rank 5 "COHORT_BOOTSTRAP_FANOUT=3" -- "$check" >"$tmp/out" 2>&1
+every 8 "rank 5 (n2) sees the step as 8 tasks on 2 nodes (layout [0-9a-f]*), rank 4 as 8 tasks on 2 nodes"
+ok $? "a rank with another COHORT_BOOTSTRAP_FANOUT: refused at the join, every rank fails so, not at the deadline ($(seen "$tmp/out" 8))"
 
 # --- no COHORT_SECRET: munge vouches instead (a munged of this test's own) --
 if ! grep -q '^#define HAVE_MUNGE 1' "$COHORT_BUILDDIR/config.h"; then

@@ -115,6 +115,10 @@ tests_bootstrap_boot_check_LDADD = runtime/libcohort/libcohort.la
 # no libtool wrapper script: 1024 of them would cost a minute of shell
 tests_bootstrap_boot_check_LDFLAGS = -no-install
 # The work queue's messages and the coordinator's start record.
+check_PROGRAMS += tests/unit/test_streams_msg
+TESTS += tests/unit/test_streams_msg
+tests_unit_test_streams_msg_LDADD = runtime/streams/libcohort_streams_msg.la \
+	runtime/net/libcohort_net.la $(UNIT_LDADD)
 check_PROGRAMS += tests/unit/test_work_msg
 TESTS += tests/unit/test_work_msg
 tests_unit_test_work_msg_LDADD = runtime/coord/libcohort_coord_config.la \

@@ -212,6 +212,11 @@ boot="$COHORT_BUILDDIR/tests/bootstrap/boot_check"
 run "$tmp/boot" srun -N3 --ntasks-per-node=3 --cohort=env "$boot"
 [ "$(grep -c ': ok via tcp$' "$tmp/boot")" = 9 ]
 ok $? "libcohort over TCP between 3 hosts (9 ranks, secret from the plugin): bcast, allgather, barrier ($(grep -m1 FAIL "$tmp/boot"; head -c 200 "$tmp/boot.err"))"
+# A fanout of 1: the leaders form a chain, n3's reaching n2's at the name
+# "n2" (the hosts' /etc/hosts), n2's listening on every address.
+run "$tmp/boot-chain" srun -N3 --ntasks-per-node=3 --cohort=env env COHORT_BOOTSTRAP_FANOUT=1 "$boot"
+[ "$(grep -c ': ok via tcp$' "$tmp/boot-chain")" = 9 ]
+ok $? "libcohort's tree of nodes as a chain of 3 hosts (fanout 1: n3 reaches n2 by name): bcast, allgather, barrier ($(grep -m1 FAIL "$tmp/boot-chain"; head -c 200 "$tmp/boot-chain.err"))"
 run "$tmp/boot-pmix" srun --mpi=pmix -N2 --ntasks-per-node=2 --cohort=env "$boot"
 [ "$(grep -c ': ok via pmix$' "$tmp/boot-pmix")" = 4 ]
 ok $? "libcohort under srun --mpi=pmix uses PMIx: bcast, allgather, barrier ($(grep -m1 FAIL "$tmp/boot-pmix"; head -c 200 "$tmp/boot-pmix.err"))"

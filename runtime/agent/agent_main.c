@@ -83,7 +83,7 @@ static int describe(struct agent *a, const struct envlist *env, struct cohort_er
         return rc < 0 ? -1 : cohort_fail(err, "out of memory");
     if (layout_rank_nodes(s, a->rank_node, err) < 0)
         return -1;
-    hs_view(s->num_tasks, s->num_nodes, a->rank_node, NULL, a->view);
+    hs_view(s->num_tasks, s->num_nodes, a->rank_node, NULL, 0, a->view);
     return 0;
 }
 

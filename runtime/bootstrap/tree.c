@@ -237,13 +237,13 @@ static int listen_at(struct tree *t, int fd, const struct sockaddr *sa, socklen_
     return net_listen(t->net, fd, false, err);
 }
 
-/* A leader with leaders below it listens on TCP: the root of a two-level
- * tree on every address, as before; in a deeper tree the root on
- * MASTER_ADDR's addresses, the others on their node's name's (several
- * nodes of a test may share one host). */
+/* A leader with leaders below it listens on TCP: on every address, or
+ * with bind_names (several nodes of a test on one host's loopback
+ * addresses) the root on MASTER_ADDR's addresses and the others on their
+ * node's name's, each address it can open a socket for. */
 static int listen_tcp(struct tree *t, struct cohort_err *err)
 {
-    if (t->is_root && t->l.num_nodes <= t->fanout + 1) {
+    if (!t->l.bind_names) {
         struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = in6addr_any,
                                   .sin6_port = htons(t->l.port)};
         struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_port = htons(t->l.port),
@@ -262,10 +262,13 @@ static int listen_tcp(struct tree *t, struct cohort_err *err)
         host_of_node(t, t->node, host, sizeof host);
     if (resolve(host, t->l.port, t->is_root, &ai, err) < 0)
         return -1;
-    int rc = 0;
+    int rc = 0, done = 0;
     for (struct addrinfo *a = ai; a && rc == 0; a = a->ai_next) {
         int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0 && done + (a->ai_next != NULL) > 0)
+            continue; /* a family this host cannot open, with another address to go */
         rc = listen_at(t, fd, a->ai_addr, a->ai_addrlen, true, err);
+        done += rc == 0;
     }
     freeaddrinfo(ai);
     return rc;
@@ -447,7 +450,7 @@ static int make_view(struct tree *t, struct cohort_err *err)
     for (uint32_t n = 0; t->l.nodes && n < t->l.num_nodes; n++)
         if (hostlist_nth(t->l.nodes, n, names[n], sizeof names[n]) == 0)
             ptrs[n] = names[n];
-    hs_view(t->l.size, t->l.num_nodes, t->l.rank_node, ptrs, t->view);
+    hs_view(t->l.size, t->l.num_nodes, t->l.rank_node, ptrs, t->fanout, t->view);
     free(names);
     free(ptrs);
     return 0;

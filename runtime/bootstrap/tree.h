@@ -3,10 +3,11 @@
  * id) accepts the node's other tasks on a Unix socket: an abstract name
  * derived from the step secret, or under munge a socket in a 0700
  * directory of the user's. The leaders form a tree of nodes, each
- * accepting at most `fanout` other nodes' leaders on TCP: rank 0, the
- * root, on MASTER_ADDR:port, the leaders between on their node's host name
- * and the same port. Up to fanout + 1 nodes the root accepts every leader
- * (two levels, listening on every address); at 16,384 nodes and the
+ * accepting at most `fanout` other nodes' leaders on TCP, on the same
+ * port: rank 0, the root, reached at MASTER_ADDR, the leaders between at
+ * their node's name (every address, or with bind_names only those). Up to
+ * fanout + 1 nodes the root accepts every leader (two levels); at 16,384
+ * nodes and the
  * default fanout of 128, no task holds more than 128 + its node's tasks
  * connections below it. Every
  * connection is authenticated both ways (handshake.h) and every frame
@@ -22,6 +23,7 @@
 #ifndef COHORT_TREE_H
 #define COHORT_TREE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "auth.h"
@@ -38,6 +40,7 @@ struct tree_layout {
     uint32_t job_id, step_id;
     const char *socket_dir;  /* munge: the directory of the node's socket */
     uint32_t fanout;         /* leaders below one leader; 0: TREE_DEFAULT_FANOUT */
+    bool bind_names;         /* listen on MASTER_ADDR's / the node name's addresses only */
 };
 
 #define TREE_DEFAULT_FANOUT 128u

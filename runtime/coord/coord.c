@@ -77,39 +77,7 @@ void coord_attach(struct coord *co, struct net *net)
     co->net = net;
 }
 
-void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len)
-{
-    struct worker *w = &co->w[rank];
-    if (w->conn && net_send(w->conn, WIRE_WORK, (uint16_t)op, UINT32_MAX, p, len) < 0)
-        co->oom = true;
-}
 
-void coord_lease(struct coord *co, uint32_t rank, int64_t now)
-{
-    struct worker *w = &co->w[rank];
-    struct sched_grant g;
-    struct cohort_err e;
-    size_t cap = w->cap < COORD_LEASE_MAX ? (size_t)w->cap : COORD_LEASE_MAX;
-    int rc = sched_lease(co->s, rank, now, co->ids, cap, &g, &e);
-    w->held = rc == SCHED_WAIT;
-    if (rc == SCHED_OK) {
-        size_t n = work_span_count(co->ids, g.n);
-        work_spans_put(co->ids, g.n, co->spans);
-        coord_send(co, rank, WORK_GRANT, co->spans, (uint32_t)(n * WORK_SPAN_LEN));
-        co->granted += g.n;
-    } else if (rc == SCHED_FINISHED) {
-        coord_send(co, rank, WORK_FINISHED, NULL, 0);
-    } else if (rc == SCHED_WAIT) {
-        w->held_since = w->held_since ? w->held_since : now;
-        coord_hold(co, rank);
-        if (g.wait_until < co->next_wake)
-            co->next_wake = g.wait_until;
-    } else {
-        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
-    }
-    if (!w->held)
-        w->held_since = 0;
-}
 
 /* A commit or failure's answer (work_msg.h) for the scheduler's result rc
  * and v over co->ids[0..n-1] (with co->verdicts): the verdict (taken 0
@@ -259,22 +227,7 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     hold(co, rank, answer, len); /* answered after the sync and the link */
 }
 
-void coord_totals(struct coord *co, uint32_t rank, enum work_op op)
-{
-    struct sched_status st;
-    sched_status(co->s, &st);
-    struct work_totals t = {st.total, st.committed, st.leased, st.queued, st.set_aside};
-    uint8_t b[WORK_TOTALS_LEN];
-    work_totals_put(&t, b);
-    coord_send(co, rank, op, b, sizeof b);
-}
 
-bool coord_finished(const struct coord *co)
-{
-    struct sched_status st;
-    sched_status(co->s, &st);
-    return st.committed + st.set_aside == st.total;
-}
 
 /* A drained worker's close: answered at once with the totals (the items
  * left stay queued, in the journal for the next step); anything it still
@@ -323,7 +276,7 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
         if (f->len == 1 && f->payload[0] == WORK_CLOSE_DRAIN)
             drained(co, rank, now);
         else
-            coord_hold(co, rank);
+            coord_hold(co, rank, true);
         break;
     default:
         coord_send(co, rank, WORK_ERROR, "an unknown request", 18);
@@ -382,5 +335,7 @@ void coord_joined(struct coord *co, struct net_conn *c)
     w->conn = c;
     w->ever = true;
     w->closed_ok = false;
+    w->closing = w->held = false; /* a new process in the slot: nothing of the old one's */
+    w->held_since = 0;
     co->connected++;
 }

@@ -66,27 +66,32 @@ struct coord {
     uint32_t *closes;       /* closes waiting for the queue to be done */
     size_t n_closes;
     int64_t next_sweep;     /* the keepalive's next sweep over every rank */
+    int64_t retry_at;       /* held leases are tried again then (a copy may be due) */
     bool oom;
     int64_t start_ms, join_by, next_wake, next_progress;
     uint64_t granted, last_committed;
 };
 
+/* coord_answer.c: a frame of op to rank (none when it is gone), the
+ * queue's totals as op (WORK_TOTALS, WORK_CLOSED), whether every item is
+ * committed or set aside. */
 void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len);
-/* Answers rank's lease now, or holds it (coord_hold). */
-void coord_lease(struct coord *co, uint32_t rank, int64_t now);
-/* Sends rank the queue's totals as op (WORK_TOTALS, WORK_CLOSED). */
 void coord_totals(struct coord *co, uint32_t rank, enum work_op op);
-
-/* coord_wake.c: held leases and closes. A held lease (or close) of rank
- * is noted, to be tried again after a change (answered once done). */
-int coord_wake_new(struct coord *co);
-void coord_wake_free(struct coord *co);
-void coord_hold(struct coord *co, uint32_t rank);
-
 bool coord_finished(const struct coord *co);
+
+/* coord.c: requests in (a worker's frames), workers joining and lost. */
 void coord_serve(struct coord *co, struct net_conn *c, int64_t now);
 void coord_joined(struct coord *co, struct net_conn *c);
 void coord_lost(struct coord *co, uint32_t rank, int64_t now);
+
+/* coord_wake.c: a lease answered now or held (coord_lease); a held lease
+ * or close noted (coord_hold), tried again after a change, answered once
+ * the queue is done or at the keepalive (coord_wake, each turn of the
+ * loop). */
+int coord_wake_new(struct coord *co);
+void coord_wake_free(struct coord *co);
+void coord_lease(struct coord *co, uint32_t rank, int64_t now);
+void coord_hold(struct coord *co, uint32_t rank, bool close);
 void coord_wake(struct coord *co, int64_t now);
 
 /* The journal: opened (and replayed into the scheduler) at start, the

@@ -1,6 +1,8 @@
 /* coord_wake.c - the work coordinator's held requests (coord_private.h):
- * leases with nothing to hand out yet and closes before the queue is done.
- * After a change the held leases are tried again oldest first from a ring,
+ * leases answered or, with nothing to hand out yet, held, and closes before
+ * the queue is done.
+ * After a change (or at the moment the scheduler said a copy may become
+ * worthwhile) the held leases are tried again oldest first from a ring,
  * stopping after COORD_RETRY_WAITS in a row still find nothing (at 131,072
  * ranks, trying every held lease after every commit would cost the
  * coordinator far more than the commit); once the queue is done every held
@@ -9,6 +11,7 @@
  * will finish. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coord_private.h"
 #include "work_sched.h"
@@ -21,6 +24,7 @@ int coord_wake_new(struct coord *co)
 {
     co->ring = malloc(sizeof *co->ring * co->cfg->size);
     co->closes = malloc(sizeof *co->closes * co->cfg->size);
+    co->retry_at = INT64_MAX;
     return co->ring && co->closes ? 0 : -1;
 }
 
@@ -30,13 +34,42 @@ void coord_wake_free(struct coord *co)
     free(co->closes);
 }
 
-void coord_hold(struct coord *co, uint32_t rank)
+void coord_lease(struct coord *co, uint32_t rank, int64_t now)
 {
     struct worker *w = &co->w[rank];
-    if (w->closing && !w->in_closes) {
+    struct sched_grant g;
+    struct cohort_err e;
+    size_t cap = w->cap < COORD_LEASE_MAX ? (size_t)w->cap : COORD_LEASE_MAX;
+    int rc = sched_lease(co->s, rank, now, co->ids, cap, &g, &e);
+    w->held = rc == SCHED_WAIT;
+    if (rc == SCHED_OK) {
+        size_t n = work_span_count(co->ids, g.n);
+        work_spans_put(co->ids, g.n, co->spans);
+        coord_send(co, rank, WORK_GRANT, co->spans, (uint32_t)(n * WORK_SPAN_LEN));
+        co->granted += g.n;
+    } else if (rc == SCHED_FINISHED) {
+        coord_send(co, rank, WORK_FINISHED, NULL, 0);
+    } else if (rc == SCHED_WAIT) {
+        w->held_since = w->held_since ? w->held_since : now;
+        coord_hold(co, rank, false);
+        if (g.wait_until < co->retry_at) /* a copy may become worthwhile then */
+            co->retry_at = g.wait_until;
+        if (g.wait_until < co->next_wake)
+            co->next_wake = g.wait_until;
+    } else {
+        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+    }
+    if (!w->held)
+        w->held_since = 0;
+}
+
+void coord_hold(struct coord *co, uint32_t rank, bool close)
+{
+    struct worker *w = &co->w[rank];
+    if (close && !w->in_closes) {
         co->closes[co->n_closes++] = rank;
         w->in_closes = true;
-    } else if (!w->closing && !w->in_ring) {
+    } else if (!close && !w->in_ring) {
         co->ring[(co->ring_head + co->ring_len++) % co->cfg->size] = rank;
         w->in_ring = true;
     }
@@ -140,8 +173,10 @@ void coord_wake(struct coord *co, int64_t now)
         if (stranded(co, &st))
             refuse_closes(co, &st);
     }
-    if (co->changed || done)
+    if (co->changed || done || now >= co->retry_at) {
+        co->retry_at = INT64_MAX; /* the held ones still waiting set it again */
         retry_held(co, done, now);
+    }
     if (done)
         answer_closes(co);
     if (now >= co->next_sweep) {
@@ -150,5 +185,7 @@ void coord_wake(struct coord *co, int64_t now)
     }
     if (co->next_sweep < co->next_wake)
         co->next_wake = co->next_sweep;
+    if (co->retry_at < co->next_wake)
+        co->next_wake = co->retry_at;
     co->changed = false;
 }

@@ -11,7 +11,7 @@ runtime_coord_libcohort_coord_config_la_SOURCES = runtime/coord/coord_config.c \
 pkglibexec_PROGRAMS = runtime/coord/cohort-work-coord
 runtime_coord_cohort_work_coord_SOURCES = runtime/coord/coord_main.c runtime/coord/coord.c \
 	runtime/coord/coord.h runtime/coord/coord_private.h runtime/coord/coord_loop.c \
-	runtime/coord/coord_wake.c runtime/coord/coord_report.c runtime/coord/coord_journal.c runtime/coord/coord_output.c \
+	runtime/coord/coord_wake.c runtime/coord/coord_answer.c runtime/coord/coord_report.c runtime/coord/coord_journal.c runtime/coord/coord_output.c \
 	runtime/coord/scoord.c runtime/coord/scoord.h runtime/coord/store_holder.c \
 	runtime/coord/store_holder.h
 runtime_coord_cohort_work_coord_LDADD = runtime/coord/libcohort_coord_config.la \

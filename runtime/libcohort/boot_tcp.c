@@ -1,16 +1,31 @@
 /* boot_tcp.c - libcohort's TCP bootstrap (boot_ops.h): the step's key
  * (auth_step_key), the directory of the node sockets under munge, the
- * fanout of the tree of nodes (COHORT_BOOTSTRAP_FANOUT), and the tree
- * (tree.h). */
+ * fanout of the tree of nodes and where its leaders listen
+ * (COHORT_BOOTSTRAP_FANOUT, COHORT_BOOTSTRAP_BIND), and the tree (tree.h). */
 #include "boot_ops.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "auth.h"
 #include "tree.h"
+
+/* COHORT_BOOTSTRAP_BIND: "any" (every address, the default) or "name"
+ * (MASTER_ADDR's and the node names' only: several nodes on one host). */
+static int bind_names(const struct envlist *env, bool *out, struct cohort_err *err)
+{
+    const char *v = envlist_get(env, "COHORT_BOOTSTRAP_BIND");
+    *out = v && strcmp(v, "name") == 0;
+    if (!v || !*v || *out || strcmp(v, "any") == 0)
+        return 0;
+    return cohort_fail_code(err, COHORT_E_CONFIG,
+                            "COHORT_BOOTSTRAP_BIND='%.40s' is neither 'any' nor 'name': unset "
+                            "it (every address) or give 'name' (the node names' addresses only)",
+                            v);
+}
 
 /* COHORT_BOOTSTRAP_FANOUT: leaders below one leader (the same on every
  * task: srun gives them one environment), 0 for the default. */
@@ -23,9 +38,9 @@ static int fanout(const struct envlist *env, uint32_t *out, struct cohort_err *e
         return 0;
     errno = 0;
     unsigned long n = strtoul(v, &end, 10);
-    if (errno || *end || end == v || v[0] == '-' || n < 2 || n > TREE_MAX_FANOUT)
+    if (errno || *end || end == v || v[0] == '-' || n < 1 || n > TREE_MAX_FANOUT)
         return cohort_fail_code(err, COHORT_E_CONFIG,
-                                "COHORT_BOOTSTRAP_FANOUT='%.40s' is not a number from 2 to %u: "
+                                "COHORT_BOOTSTRAP_FANOUT='%.40s' is not a number from 1 to %u: "
                                 "give one, or unset it for the default (%u)",
                                 v, TREE_MAX_FANOUT, TREE_DEFAULT_FANOUT);
     *out = (uint32_t)n;
@@ -37,7 +52,10 @@ static int tcp_open(const struct boot_args *a, void **b, struct cohort_err *err)
     struct auth_key key = {0};
     struct tree *t = NULL;
     uint32_t fan = 0;
+    bool names = false;
     int rc = fanout(a->env, &fan, err);
+    if (rc == 0)
+        rc = bind_names(a->env, &names, err);
     if (rc == 0)
         rc = auth_step_key(a->env, &key, err);
     if (rc == 0) {
@@ -59,6 +77,7 @@ static int tcp_open(const struct boot_args *a, void **b, struct cohort_err *err)
             .step_id = a->step->step_id,
             .socket_dir = socket_dir,
             .fanout = fan,
+            .bind_names = names,
         };
         rc = tree_open(&layout, &key, a->timeout_s * 1000, &t, err);
     }

@@ -38,7 +38,7 @@ static void launch(struct coord_link *l, const struct cohort_self *self,
     cfg->join_timeout_s = (uint32_t)l->timeout_s;
     const char *v = envlist_get(env, "COHORT_VERBOSE");
     cfg->verbose = v && *v && strcmp(v, "0") != 0;
-    hs_view(s->num_tasks, s->num_nodes, self->rank_node, NULL, cfg->view);
+    hs_view(s->num_tasks, s->num_nodes, self->rank_node, NULL, 0, cfg->view);
     const char *path = envlist_get(env, "COHORT_WORK_COORD");
     coord_start(cfg, path && *path ? path : COHORT_WORK_COORD_PATH, "work coordinator",
                 l->timeout_s, &l->pid, port, why, len);
@@ -82,7 +82,7 @@ static int connect_coord(struct coord_link *l, const struct cohort_self *self,
                                     func, self->master, gai_strerror(g));
     struct hs_self me = {.key = &l->key, .job = s->job_id, .step = s->step_id,
                          .rank = s->rank, .node = s->node_id};
-    hs_view(s->num_tasks, s->num_nodes, self->rank_node, NULL, me.view);
+    hs_view(s->num_tasks, s->num_nodes, self->rank_node, NULL, 0, me.view);
     struct net_ops ops = {.max_payload = WIRE_MAX_PAYLOAD_DEFAULT};
     if (net_new(&me, &ops, &l->net, &e) < 0)
         return cohort_internal_fail(l->c, e.code, "cohort: %s: %s", func, e.msg);

@@ -97,7 +97,9 @@ static void args_mine(struct cohort *c, const char *name, double capacity,
         return;
     snprintf(a->name, sizeof a->name, "%s", name);
     a->epsilon_bits = streams_f64_bits(o.epsilon > 0 ? o.epsilon : DEFAULT_EPSILON);
-    a->lease_s = (uint32_t)(o.lease_timeout_s ? o.lease_timeout_s : DEFAULT_LEASE_S);
+    a->lease_s = streams_lease_s((uint32_t)(o.lease_timeout_s ? o.lease_timeout_s
+                                                              : DEFAULT_LEASE_S),
+                                 (uint32_t)cohort_size(c));
     a->shed_s = (uint32_t)(o.shed_after_s ? o.shed_after_s : DEFAULT_SHED_S);
 }
 

@@ -13,7 +13,7 @@
 #define TRANSCRIPT_MAX (8 + AUTH_NONCE_LEN + HS_BODY_MAX + AUTH_DH_LEN)
 
 void hs_view(uint32_t tasks, uint32_t nodes, const uint32_t *rank_node,
-             const char *const *names, uint8_t view[HS_VIEW_LEN])
+             const char *const *names, uint32_t extra, uint8_t view[HS_VIEW_LEN])
 {
     struct sha256_ctx ctx;
     uint8_t be[4];
@@ -25,6 +25,10 @@ void hs_view(uint32_t tasks, uint32_t nodes, const uint32_t *rank_node,
     for (uint32_t n = 0; names && n < nodes; n++) {
         const char *name = names[n] ? names[n] : "";
         sha256_update(&ctx, strlen(name) + 1, (const uint8_t *)name);
+    }
+    if (extra) {
+        wire_put32(be, extra);
+        sha256_update(&ctx, sizeof be, be);
     }
     wire_put32(view, tasks);
     wire_put32(view + 4, nodes);

@@ -53,9 +53,10 @@ struct hs_hello {
 };
 
 /* The view of a step: its task count, node count and a digest of each
- * rank's node and of the nodes' names (names[i] may be NULL). */
+ * rank's node, of the nodes' names (names[i] may be NULL) and, when not 0,
+ * of extra (what else its peers must agree on: the bootstrap's fanout). */
 void hs_view(uint32_t tasks, uint32_t nodes, const uint32_t *rank_node,
-             const char *const *names, uint8_t view[HS_VIEW_LEN]);
+             const char *const *names, uint32_t extra, uint8_t view[HS_VIEW_LEN]);
 /* "9 tasks on 2 nodes (layout 1a2b3c4d)". */
 void hs_view_text(const uint8_t *view, char *buf, size_t len);
 

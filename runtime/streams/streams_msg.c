@@ -1,4 +1,5 @@
-/* streams_msg.c - the stream set's messages (streams_msg.h). */
+/* streams_msg.c - the stream set's messages, and the lease a set of very
+ * many workers uses (streams_msg.h). */
 #include "streams_msg.h"
 
 #include <string.h>
@@ -40,4 +41,10 @@ double streams_f64(uint64_t bits)
     double d;
     memcpy(&d, &bits, sizeof d);
     return d;
+}
+
+uint32_t streams_lease_s(uint32_t lease_s, uint32_t workers)
+{
+    uint64_t floor_s = (3ull * workers + STREAMS_PING_RATE - 1) / STREAMS_PING_RATE;
+    return lease_s > floor_s ? lease_s : (uint32_t)floor_s;
 }

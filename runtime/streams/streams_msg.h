@@ -56,6 +56,13 @@ uint32_t streams_msg_put(uint8_t *out, uint64_t head, const char *key);
 int streams_msg_get(const uint8_t *p, uint32_t len, int with_key, uint64_t *head,
                     char key[STREAMS_KEY_MAX + 1], struct cohort_err *err);
 
+#define STREAMS_PING_RATE 10000u /* pings a second a set's workers send together, at most */
+
+/* The lease a set of `workers` uses for a lease of lease_s: the same, or,
+ * where pings a third of it apart would pass STREAMS_PING_RATE a second
+ * (above 100,000 workers), 3 s for every STREAMS_PING_RATE workers. */
+uint32_t streams_lease_s(uint32_t lease_s, uint32_t workers);
+
 /* A double's bits, and back. */
 uint64_t streams_f64_bits(double d);
 double streams_f64(uint64_t bits);

@@ -9,8 +9,9 @@
  *         [--attack CMD | --attack-first CMD] [--proxy-port]
  *         [--env-rank RANK VAR=VALUE] -- PROG [ARGS...]
  * With SPAWN_IP_NODES=1 the nodes are named 127.0.0.1, 127.0.0.2, ...
- * instead: names that resolve, where the bootstrap leaders between the
- * root and the others listen (COHORT_BOOTSTRAP_FANOUT).
+ * instead, and COHORT_BOOTSTRAP_BIND=name: names that resolve, where the
+ * bootstrap leaders between the root and the others listen
+ * (COHORT_BOOTSTRAP_FANOUT), each on its own address.
  * The port is drawn at random below the kernel's ephemeral range and checked
  * free: no outgoing connection of another program on this machine can be
  * given it, and a connect to it can never connect to itself.
@@ -139,10 +140,12 @@ static pid_t start(int rank, int nodes, const char *tpn, int port, const char *s
         return pid;
     char buf[64];
     const char *ip = getenv("SPAWN_IP_NODES");
-    if (ip && strcmp(ip, "1") == 0) /* names that resolve, one loopback address a node */
+    if (ip && strcmp(ip, "1") == 0) { /* names that resolve, one loopback address a node */
         snprintf(buf, sizeof buf, "127.0.0.[1-%d]", nodes);
-    else
+        setenv("COHORT_BOOTSTRAP_BIND", "name", 1);
+    } else {
         snprintf(buf, sizeof buf, "n[1-%d]", nodes);
+    }
     setenv("SLURM_STEP_NODELIST", buf, 1);
     snprintf(buf, sizeof buf, "%d", n_tasks);
     setenv("SLURM_STEP_NUM_TASKS", buf, 1);

@@ -34,7 +34,7 @@ static void self(struct hs_self *s, const struct auth_key *k, uint32_t rank, uin
     s->step = 0;
     s->rank = rank;
     s->node = node;
-    hs_view(4, 2, rank_node, names, s->view);
+    hs_view(4, 2, rank_node, names, 0, s->view);
 }
 
 /* Runs the handshake to its end; returns how far it got (5: both keys). */

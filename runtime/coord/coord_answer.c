@@ -1,0 +1,32 @@
+/* coord_answer.c - what the work coordinator sends a worker
+ * (coord_private.h): a frame of the queue's messages, the queue's totals,
+ * and whether every item is done. Called by coord.c, coord_wake.c and
+ * coord_loop.c; it calls none of them. */
+#include "coord_private.h"
+#include "net.h"
+#include "wire.h"
+#include "work_msg.h"
+
+void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len)
+{
+    struct worker *w = &co->w[rank];
+    if (w->conn && net_send(w->conn, WIRE_WORK, (uint16_t)op, UINT32_MAX, p, len) < 0)
+        co->oom = true;
+}
+
+void coord_totals(struct coord *co, uint32_t rank, enum work_op op)
+{
+    struct sched_status st;
+    sched_status(co->s, &st);
+    struct work_totals t = {st.total, st.committed, st.leased, st.queued, st.set_aside};
+    uint8_t b[WORK_TOTALS_LEN];
+    work_totals_put(&t, b);
+    coord_send(co, rank, op, b, sizeof b);
+}
+
+bool coord_finished(const struct coord *co)
+{
+    struct sched_status st;
+    sched_status(co->s, &st);
+    return st.committed + st.set_aside == st.total;
+}
