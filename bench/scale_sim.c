@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "work_msg.h"
 #include "work_sched.h"
 
 #define CAP (1u << 20) /* ids in one lease, as the coordinator's */
@@ -48,13 +49,9 @@
 #define KEEPALIVE_US 4500000 /* a held request is answered WAIT after 4-5 s */
 #define RETRY_WAITS 4 /* held requests tried in a row without result end a retry */
 
-struct span {
-    uint64_t lo, hi;
-};
-
 struct wk {
-    struct span *held; /* the ids of its lease, as runs */
-    size_t nheld, cap;
+    uint8_t *held;     /* the ids of its lease, as spans (work_msg.h) */
+    size_t nids, nspans, cap;
     int dead;
     int waiting;       /* its lease request is held by the coordinator */
     int in_ring;
@@ -142,31 +139,24 @@ static void die(const char *what, const struct cohort_err *err)
     exit(1);
 }
 
-/* Keeps the n ids of a grant as runs. */
+/* Keeps the n ids of a grant as spans, as the coordinator sends them. */
 static void hold(struct wk *k, const uint64_t *ids, size_t n)
 {
-    k->nheld = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k->nheld && k->held[k->nheld - 1].hi == ids[i]) {
-            k->held[k->nheld - 1].hi++;
-            continue;
-        }
-        if (k->nheld == k->cap) {
-            k->cap = k->cap ? 2 * k->cap : 4;
-            if (!(k->held = realloc(k->held, k->cap * sizeof *k->held)))
-                exit(1);
-        }
-        k->held[k->nheld++] = (struct span){ids[i], ids[i] + 1};
+    k->nspans = work_span_count(ids, n);
+    if (k->nspans > k->cap) {
+        k->cap = 2 * k->nspans;
+        if (!(k->held = realloc(k->held, k->cap * WORK_SPAN_LEN)))
+            exit(1);
     }
+    work_spans_put(ids, n, k->held);
+    k->nids = n;
 }
 
+/* The ids held, back into ids; how many. */
 static size_t expand(const struct wk *k, uint64_t *ids)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < k->nheld; i++)
-        for (uint64_t id = k->held[i].lo; id < k->held[i].hi; id++)
-            ids[n++] = id;
-    return n;
+    work_spans_ids(k->held, (uint32_t)(k->nspans * WORK_SPAN_LEN), ids);
+    return k->nids;
 }
 
 /* The coordinator spends busy us from the moment start. */
@@ -257,7 +247,7 @@ static void serve(struct sim *m, unsigned wi, int64_t t)
     size_t n = expand(k, m->ids);
     if (n && sched_commit(m->s, wi, start / 1000, m->ids, n, NULL, NULL, &err) < 0)
         die("sched_commit", &err);
-    k->nheld = 0;
+    k->nids = k->nspans = 0;
     struct sched_grant g;
     int rc = lease(m, wi, start, &g);
     double used = cpu_s() - c0;

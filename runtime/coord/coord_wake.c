@@ -53,9 +53,7 @@ void coord_lease(struct coord *co, uint32_t rank, int64_t now)
         w->held_since = w->held_since ? w->held_since : now;
         coord_hold(co, rank, false);
         if (g.wait_until < co->retry_at) /* a copy may become worthwhile then */
-            co->retry_at = g.wait_until;
-        if (g.wait_until < co->next_wake)
-            co->next_wake = g.wait_until;
+            co->retry_at = g.wait_until;     /* coord_wake wakes the loop by then */
     } else {
         coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
     }
