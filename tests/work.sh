@@ -1,7 +1,10 @@
 #!/bin/sh
 # work.sh - the work queue (cohort_work.h) with many workers on this
 # machine as simulated nodes (tests/bootstrap/spawn, tests/work/work_check):
-# every item committed exactly once; workers SIGKILLed at random leases
+# every item committed exactly once; 512 ranks on 8 nodes under a hard
+# limit of 256 open files (a million items; the coordinator's and the
+# relays' sockets counted in /proc); a node's relay SIGKILLed (its ranks
+# fail naming it, the others finish); workers SIGKILLed at random leases
 # (rank 0 too) over many rounds; a SIGSTOPped worker's items finished
 # elsewhere and its late commit refused; the coordinator SIGKILLed and the
 # step rerun over the journal, over many rounds; a SIGSTOPped coordinator
@@ -40,6 +43,19 @@ exactly() {
     fi
 }
 
+# journal_done N: what differs from N items committed and none remaining
+# in $tmp/journal, by cohort-work status.
+journal_done() {
+    "$status" status "$tmp/journal" --format json 2>&1 | python3 -c '
+import json, sys
+try:
+    s = json.load(sys.stdin)
+except ValueError:
+    print("cohort-work status failed"); sys.exit()
+if s["committed"] != int(sys.argv[1]) or s["remaining"] != 0:
+    print("journal: %d committed, %d remaining" % (s["committed"], s["remaining"]))' "$1"
+}
+
 run() { # run N NODES [VAR=VALUE...]: a step of work_check, output in $tmp/out
     count=$1 nodes=$2
     shift 2
@@ -56,6 +72,24 @@ run 64 4 COHORT_TEST_ITEMS=20000 COHORT_TEST_CAP=16
 why=$(exactly "$tmp/o" 20000)
 [ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 64 ]
 ok $? "64 workers on 4 nodes, 20000 items: every item committed once ($(summary)${why:+; $why})"
+
+# --- fan-in: one connection per node ------------------------------------
+# 512 ranks on 8 nodes, every process under a hard limit of 256 open files
+# (the launcher too): the coordinator holds its listener and one connection
+# per node's relay, each relay its node's 64 ranks, the coordinator and its
+# listener (counted from /proc once every rank has opened the queue), and a
+# million items are committed once each.
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 256 ]; then
+    run 512 8 COHORT_TEST_ITEMS=1000000 COHORT_TEST_CAP=4096 COHORT_TEST_SOCKETS=1 prlimit --nofile=256:256
+    why=$(exactly "$tmp/o" 1000000)
+    coord=$(sed -n 's/^rank 0: coordinator sockets: //p' "$tmp/out")
+    relays=$(sed -n 's/^rank [0-9]*: relay sockets: //p' "$tmp/out" | sort -u | tr '\n' ' ')
+    [ -z "$why" ] && [ "$(grep -c ': ok ' "$tmp/out")" = 512 ] && [ "$coord" = 9 ] &&
+        [ "$relays" = "66 " ] && [ "$(grep -c ': relay sockets: ' "$tmp/out")" = 8 ]
+    ok $? "512 ranks on 8 nodes under a hard limit of 256 open files: a million items committed once, the coordinator holds ${coord:-?} sockets (8 relays and its listener), each relay ${relays:-? }($(summary)${why:+; $why})"
+else
+    skip "512 ranks under a hard limit of 256 open files" "the hard limit here is $(ulimit -Hn)"
+fi
 
 # --- workers killed at random leases -----------------------------------
 bad=0 first=""
@@ -101,7 +135,9 @@ while [ $i -lt "$coord_rounds" ]; do
     # fails at its next call naming the coordinator (cohort_work_open
     # included, for a rank that had not reached it yet)
     named=$(grep -c -e 'FAIL: .*work coordinator .* is gone .*rerun the step with the same journal' \
-        -e 'FAIL: .*cohort_work_open: cannot reach the work coordinator rank 0 started' "$tmp/out")
+        -e "FAIL: .*cohort_work_open: cannot reach this node's relay (gone?): .* refused the connection" \
+        -e "FAIL: .*cohort_work_open: queue 'q': the node relay of node [0-9]*: the coordinator at .* refused the connection" \
+        "$tmp/out")
     gone=$((named + $(grep -c ': ok ' "$tmp/out")))
     grep -q "^rank $victim: killing the coordinator (pid [1-9]" "$tmp/out" && [ "$named" -gt 0 ] ||
         gone="no kill by rank $victim or nobody named it, $gone"
@@ -112,14 +148,7 @@ while [ $i -lt "$coord_rounds" ]; do
     cat "$tmp/o"/leased.* 2>/dev/null | sort | comm -12 "$tmp/c1" - >"$tmp/again"
     # the journal is the record: every item in it once (a duplicate is
     # damage it refuses), none remaining
-    why=$("$status" status "$tmp/journal" --format json 2>&1 | python3 -c '
-import json, sys
-try:
-    s = json.load(sys.stdin)
-except ValueError:
-    print("cohort-work status failed"); sys.exit()
-if s["committed"] != 3000 or s["remaining"] != 0:
-    print("journal: %d committed, %d remaining" % (s["committed"], s["remaining"]))')
+    why=$(journal_done 3000)
     rm -rf "$tmp/o1"
     if [ "$gone" != 8 ] || [ -s "$tmp/again" ] || [ -n "$why" ] ||
         [ "$(grep -c ': ok ' "$tmp/out")" != 8 ]; then
@@ -129,6 +158,24 @@ if s["committed"] != 3000 or s["remaining"] != 0:
 done
 [ $bad = 0 ]
 ok $? "$coord_rounds rounds: the coordinator SIGKILLed at a random lease, every rank not yet done fails naming it, the rerun over the journal leases nothing committed before and finishes, every item committed once across both (${first:-all rounds right})"
+
+# --- a node's relay killed ------------------------------------------------------
+# Rank 5 (node 1 of 4, ranks 4-7) kills its node's relay at its third lease:
+# ranks 4-7 fail at their next call naming the relay, not the coordinator;
+# the coordinator counts them lost at once and the 12 others commit every
+# item, each once (those the lost ranks held go back).
+# (A commit of theirs in flight may be taken without their knowing: the
+# journal, not their files, says every item was committed; no id was
+# committed twice by anyone.)
+rm -f "$tmp/journal"
+run 16 4 COHORT_TEST_ITEMS=16000 COHORT_TEST_CAP=8 COHORT_TEST_US=200 COHORT_TEST_VICTIM=5 \
+    COHORT_TEST_AT=3 COHORT_TEST_DO=kill-relay COHORT_TEST_JOURNAL="$tmp/journal"
+twice=$(cat "$tmp/o"/committed.* | sort -n | uniq -d | head -3 | tr '\n' ' ')
+why=$(journal_done 16000)
+named=$(grep -c "^rank [4-7]: FAIL: cohort: cohort_work_.*: this node's relay to the work coordinator of queue 'q' (.*, relay pid [1-9][0-9]*) is gone (killed?)" "$tmp/out")
+[ -z "$twice" ] && [ -z "$why" ] && grep -q '^rank 5: killing the relay (pid [1-9]' "$tmp/out" &&
+    [ "$named" = 4 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 12 ]
+ok $? "a node's relay SIGKILLed: its 4 ranks fail naming it, the 12 others finish every item, none committed twice ($named named; $(summary)${twice:+; committed twice: $twice}${why:+; $why})"
 
 # --- a coordinator that stops answering -------------------------------------
 run 4 2 COHORT_TEST_ITEMS=4000 COHORT_TEST_CAP=8 COHORT_TIMEOUT=3 COHORT_TEST_VICTIM=1 \
@@ -142,19 +189,27 @@ named=$(grep -c "FAIL: cohort: cohort_work_.*: the work coordinator of queue 'q'
     grep -q "^rank 1: FAIL: .*did not answer within 3 s" "$tmp/out"
 ok $? "the coordinator SIGSTOPped: every rank not yet done fails at its deadline with one line naming it ($named named; $(summary))"
 
-# --- a coordinator gone before the ranks dial it --------------------------------
+# --- a coordinator gone before the relays dial it -------------------------------
 # A stand-in that reads the start record and gives a port nobody listens on
-# (the coordinator died after it said where it listens): every rank's dial
-# is refused and fails at once, not at its deadline (60 s here).
-cat >"$tmp/gone-coord" <<'EOF2'
+# (the coordinator died after it said where it listens); a relay's record
+# (its kind, the record's 8th byte, is 3) goes to the real program. Each
+# node's relay is refused and fails at once, and every rank with the
+# line of node 0's first rank, not at its deadline (60 s here).
+cat >"$tmp/gone-coord" <<EOF2
 #!/bin/sh
-cat >/dev/null
+cat >"$tmp/rec.\$\$"
+if [ "\$(od -An -tu1 -j7 -N1 "$tmp/rec.\$\$" | tr -d ' ')" = 3 ]; then
+    exec <"$tmp/rec.\$\$"
+    rm -f "$tmp/rec.\$\$"
+    exec "$COHORT_WORK_COORD"
+fi
+rm -f "$tmp/rec.\$\$"
 exec python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
 EOF2
 chmod +x "$tmp/gone-coord"
 run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/gone-coord" COHORT_TIMEOUT=60
-[ "$(grep -c "FAIL: cohort: cohort_work_open: cannot reach the work coordinator rank 0 started (gone?): the work coordinator of queue 'q' (.*) refused the connection: it was listening, so it is gone" "$tmp/out")" = 4 ]
-ok $? "the coordinator gone before the ranks dial it: every rank fails at once naming it, not at the deadline ($(summary))"
+[ "$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': the node relay of node 0: the coordinator at .* refused the connection: it was listening, so it is gone" "$tmp/out")" = 4 ]
+ok $? "the coordinator gone before the relays dial it: every rank fails at once naming it, not at the deadline ($(summary))"
 
 # --- a coordinator of another secret on the port ---------------------------------
 # A stand-in that runs the real coordinator with the step's start record but
@@ -163,30 +218,32 @@ ok $? "the coordinator gone before the ranks dial it: every rank fails at once n
 # work coordinator it expected there, not the bootstrap root.
 cat >"$tmp/other-coord" <<EOF2
 #!/bin/sh
-echo \$\$ >"$tmp/other.pid"
-python3 -c 'import sys; r = bytearray(sys.stdin.buffer.read()); r[12] ^= 1; sys.stdout.buffer.write(r)' >"$tmp/record"
-exec "$COHORT_WORK_COORD" <"$tmp/record"
+python3 -c 'import sys; r = bytearray(sys.stdin.buffer.read()); r[12] ^= r[7] != 3; sys.stdout.buffer.write(r)' >"$tmp/record.\$\$"
+[ "\$(od -An -tu1 -j7 -N1 "$tmp/record.\$\$" | tr -d ' ')" = 3 ] || echo \$\$ >"$tmp/other.pid"
+exec <"$tmp/record.\$\$"
+rm -f "$tmp/record.\$\$"
+exec "$COHORT_WORK_COORD"
 EOF2
 chmod +x "$tmp/other-coord"
 rm -f "$tmp/other.pid"
 run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/other-coord" COHORT_TIMEOUT=60
 [ -s "$tmp/other.pid" ] && kill -KILL "$(cat "$tmp/other.pid")" 2>/dev/null
-rm -f "$tmp/record"
 [ "$(grep -c "FAIL: cohort: cohort_work_open: .*: port [0-9]* answered, but not as this step's work coordinator (its challenge was not made with this task's COHORT_SECRET: different secrets?)" "$tmp/out")" = 4 ]
 ok $? "a coordinator holding another secret: every rank is a stranger to it and fails at once naming the work coordinator it expected ($(summary))"
 
 # --- the coordinator's open files --------------------------------------------------
-# It holds one connection per rank: with a hard limit of 24 open files, 16
-# ranks (on 4 nodes, which the bootstrap fits in 24) do not fit, and every
-# rank fails at once with one line naming the limit and the number needed
-# (not after its deadline, 60 s here); with only the soft limit that low,
-# the coordinator raises it to the hard one and serves them all.
-want="the work coordinator serves 16 ranks, one connection each, but its open-file limit is 24 (ulimit -n): raise it to at least 32"
-run 16 4 COHORT_TEST_ITEMS=1000 COHORT_TIMEOUT=60 prlimit --nofile=24:24
+# It holds one connection per node (its relay's): with a hard limit of 24
+# open files, 16 nodes of a rank each (a bootstrap tree of fanout 2, which
+# fits in 24) do not fit, and every rank fails at once with one line naming
+# the limit and the number needed (not after its deadline, 60 s here); with
+# only the soft limit that low, the coordinator raises it to the hard one
+# and serves them all.
+want="the work coordinator serves 16 node relays, one connection each, but its open-file limit is 24 (ulimit -n): raise it to at least 32"
+run 16 16 COHORT_TEST_ITEMS=1000 COHORT_TIMEOUT=60 COHORT_BOOTSTRAP_FANOUT=2 SPAWN_IP_NODES=1 prlimit --nofile=24:24
 [ "$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': $want$" "$tmp/out")" = 16 ]
 ok $? "16 ranks, a hard limit of 24 open files: every rank fails at once with one line naming the limit and the number needed ($(summary))"
 if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 64 ]; then
-    run 16 4 COHORT_TEST_ITEMS=1000 prlimit --nofile=24:64
+    run 16 16 COHORT_TEST_ITEMS=1000 COHORT_BOOTSTRAP_FANOUT=2 SPAWN_IP_NODES=1 prlimit --nofile=24:64
     why=$(exactly "$tmp/o" 1000)
     [ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 16 ]
     ok $? "16 ranks, a soft limit of 24 open files below a hard one of 64: the coordinator raises its own and serves every rank ($(summary)${why:+; $why})"

@@ -427,10 +427,17 @@ int tree_abort_poll(struct tree *t, int timeout_ms, const struct cohort_err *why
 void tree_relay(struct tree *t, const struct cohort_err *why)
 {
     net_refuse(t->net, why);
-    long long end = tree_now_ms() + RELAY_MS;
-    while (t->n_kids + net_refused(t->net) < t->expected_kids && tree_now_ms() < end) {
-        if (tree_abort_poll(t, (int)(end - tree_now_ms()), why) < 0)
+    long long now = tree_now_ms(), last = now + (t->timeout_ms > RELAY_MS ? t->timeout_ms
+                                                                          : RELAY_MS);
+    long long end = now + RELAY_MS;
+    size_t told = t->n_kids + net_refused(t->net);
+    while (told < t->expected_kids && (now = tree_now_ms()) < end) {
+        if (tree_abort_poll(t, (int)(end - now), why) < 0)
             break;
+        size_t now_told = t->n_kids + net_refused(t->net);
+        if (now_told > told) /* children still come (slow to start): wait on for the rest */
+            end = tree_now_ms() + RELAY_MS < last ? tree_now_ms() + RELAY_MS : last;
+        told = now_told;
     }
     net_flush(t->net, tree_now_ms() + 1000);
 }

@@ -14,7 +14,8 @@
 
 #define LEADER_GRACE_MS 500 /* leaders wait this long past the root's deadline */
 #define TASK_GRACE_MS 1000  /* tasks, this long */
-#define RELAY_MS 3000       /* a parent that fails while its children join tells them, this long */
+#define RELAY_MS 3000       /* a parent that fails while its children join tells them until
+                             * none has come for this long */
 #define LINGER_MS 1000      /* after a failure, peers are given this long to read why and close */
 
 struct tree {
@@ -71,7 +72,9 @@ void tree_tell_parent(struct tree *t, const struct cohort_err *why);
 /* One net_poll of a failing task: a child admitted meanwhile is taken and
  * told why, a parent reached meanwhile is told it. Returns net_poll's. */
 int tree_abort_poll(struct tree *t, int timeout_ms, const struct cohort_err *why);
-/* Tells the children still joining why this task failed (RELAY_MS at most). */
+/* Tells the children still joining why this task failed: until each has
+ * been told, or none has come for RELAY_MS (children slow to start on a
+ * loaded node keep it waiting, never past the step's deadline). */
 void tree_relay(struct tree *t, const struct cohort_err *why);
 
 #endif

@@ -13,6 +13,11 @@
 #include "wire.h"
 #include "work_msg.h"
 
+/* The peers' callbacks (peers.h), at the bottom. */
+static void on_joined(void *ctx, uint32_t rank);
+static int on_frame(void *ctx, uint32_t rank, const struct wire_frame *f);
+static void on_lost(void *ctx, uint32_t rank);
+
 int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_err *err)
 {
     struct coord *co = calloc(1, sizeof *co);
@@ -24,6 +29,10 @@ int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_
         !(co->stale = malloc(sizeof *co->stale * COORD_LEASE_MAX)))
         return cohort_fail(err, "out of memory");
     co->cfg = cfg;
+    co->ops = (struct peers_ops){.ctx = co, .joined = on_joined, .frame = on_frame,
+                                 .lost = on_lost};
+    if (peers_new(cfg, &co->ops, &co->peers, err) < 0)
+        return -1;
     if (coord_wake_new(co) < 0)
         return cohort_fail(err, "out of memory");
     struct sched_opts so = {.lease_timeout_ms = (int64_t)cfg->lease_timeout_s * 1000,
@@ -52,6 +61,7 @@ void coord_free(struct coord *co)
     free(co->verdicts);
     free(co->stale);
     coord_wake_free(co);
+    peers_free(co->peers);
     for (uint32_t r = 0; co->w && r < co->cfg->size; r++)
         free(co->w[r].due);
     free(co->w);
@@ -61,23 +71,14 @@ void coord_free(struct coord *co)
 enum net_admit coord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
 {
     struct coord *co = ctx;
-    if (!coord_config_has_rank(co->cfg, h))
-        return NET_DROP;
-    if (co->w[h->rank].conn) {
-        cohort_fail_code(why, COHORT_E_CONFIG,
-                         "rank %u is connected to the work coordinator already (two tasks "
-                         "with one SLURM_PROCID?)", h->rank);
-        return NET_REFUSE;
-    }
-    return NET_ADMIT;
+    return peers_admit(co->peers, h, why);
 }
 
 void coord_attach(struct coord *co, struct net *net)
 {
     co->net = net;
+    peers_attach(co->peers, net);
 }
-
-
 
 /* A commit or failure's answer (work_msg.h) for the scheduler's result rc
  * and v over co->ids[0..n-1] (with co->verdicts): the verdict (taken 0
@@ -283,37 +284,22 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
     }
 }
 
-/* Takes every whole frame a worker sent. A stream that is not frames, or
- * a frame that fails its MAC, drops the worker (its leases go back). */
-void coord_serve(struct coord *co, struct net_conn *c, int64_t now)
+/* A frame of a worker (an unknown request is answered, never dropped). */
+static int on_frame(void *ctx, uint32_t rank, const struct wire_frame *f)
 {
-    struct wire_frame f;
-    struct cohort_err e;
-    int got;
-    while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
-        if (f.type == WIRE_WORK)
-            request(co, c->c.rank, &f, now);
-        else
-            got = -1;
-        if (got < 0)
-            break;
-        conn_consume(&c->c, &f);
-    }
-    if (got < 0) {
-        fprintf(stderr, "cohort: work coordinator: rank %u sent what is not a request (%s): "
-                        "its connection is closed and its leases go back\n",
-                c->c.rank, got == -2 ? e.msg : "a frame of another kind");
-        coord_lost(co, c->c.rank, now);
-    }
+    struct coord *co = ctx;
+    request(co, rank, f, co->now);
+    return 0;
 }
 
-void coord_lost(struct coord *co, uint32_t rank, int64_t now)
+static void on_lost(void *ctx, uint32_t rank)
 {
+    struct coord *co = ctx;
     struct worker *w = &co->w[rank];
-    if (!w->conn)
+    int64_t now = co->now;
+    if (!w->on)
         return;
-    net_close(co->net, w->conn);
-    w->conn = NULL;
+    w->on = false;
     w->held = false;
     co->connected--;
     if (!w->closed_ok) {
@@ -325,14 +311,15 @@ void coord_lost(struct coord *co, uint32_t rank, int64_t now)
     }
 }
 
-void coord_joined(struct coord *co, struct net_conn *c)
+static void on_joined(void *ctx, uint32_t rank)
 {
-    struct worker *w = &co->w[c->c.rank];
+    struct coord *co = ctx;
+    struct worker *w = &co->w[rank];
     struct cohort_err e;
-    if (w->ever && !w->conn)
-        sched_worker_join(co->s, c->c.rank, &e);
+    if (w->ever && !w->on)
+        sched_worker_join(co->s, rank, &e);
     co->came += !w->ever;
-    w->conn = c;
+    w->on = true;
     w->ever = true;
     w->closed_ok = false;
     w->closing = w->held = false; /* a new process in the slot: nothing of the old one's */

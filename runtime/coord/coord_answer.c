@@ -9,8 +9,7 @@
 
 void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len)
 {
-    struct worker *w = &co->w[rank];
-    if (w->conn && net_send(w->conn, WIRE_WORK, (uint16_t)op, UINT32_MAX, p, len) < 0)
+    if (peers_send(co->peers, rank, (uint16_t)op, p, len) < 0)
         co->oom = true;
 }
 

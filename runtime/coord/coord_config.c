@@ -1,14 +1,16 @@
 /* coord_config.c - the coordinator's start record (coord_config.h):
- * "CWC4", then big-endian fields and length-prefixed strings. */
+ * "CWC5", then big-endian fields and length-prefixed strings. */
 #include "coord_config.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "wire.h"
 #include "work_msg.h"
 
-#define MAGIC "CWC4"
+#define MAGIC "CWC5"
 
 struct writer {
     uint8_t *p;
@@ -62,6 +64,8 @@ static void write_all(struct writer *w, const struct coord_config *c)
     put32(w, c->shed_after_ms);
     put32(w, c->join_timeout_s);
     put32(w, c->port);
+    put32(w, c->node);
+    put_str(w, c->host);
     put32(w, c->verbose);
     put_str(w, c->name);
     put_str(w, c->journal);
@@ -124,7 +128,7 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     if (!m || memcmp(m, MAGIC, 4) != 0)
         return cohort_fail(err, "its start record is not one of this version of cohort");
     uint32_t kind = take32(&r);
-    c->kind = kind == COORD_STREAMS || kind == COORD_STORE ? (enum coord_kind)kind : COORD_QUEUE;
+    c->kind = kind <= COORD_RELAY ? (enum coord_kind)kind : COORD_QUEUE;
     c->key.kind = take32(&r) == AUTH_MUNGE ? AUTH_MUNGE : AUTH_SECRET;
     const uint8_t *k = take(&r, sizeof c->key.bytes);
     if (k)
@@ -157,6 +161,10 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     c->port = (uint16_t)port;
     if (port > 65535)
         r.bad = true;
+    c->node = take32(&r);
+    take_str(&r, c->host, sizeof c->host - 1);
+    if (c->kind == COORD_RELAY && c->node >= c->num_nodes)
+        r.bad = true;
     c->verbose = take32(&r) != 0;
     take_str(&r, c->name, COORD_NAME_MAX);
     take_str(&r, c->journal, COORD_PATH_MAX);
@@ -179,7 +187,24 @@ bool coord_config_has_rank(const struct coord_config *c, const struct hs_hello *
 {
     if (memcmp(h->view, c->view, HS_VIEW_LEN) != 0)
         return false;
-    if (c->kind == COORD_STORE)
+    if (c->kind != COORD_RELAY)
         return h->rank == COORD_AGENT_RANK && h->node < c->num_nodes;
-    return h->rank < c->size && c->rank_node[h->rank] == h->node;
+    return h->rank < c->size && c->rank_node[h->rank] == h->node && h->node == c->node;
+}
+
+void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1])
+{
+    char *p = out + sprintf(out, "cohort-relay-");
+    for (int i = 0; i < 16; i++)
+        p += sprintf(p, "%02x", nonce[i]);
+    sprintf(p, "-%u", node);
+}
+
+socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua)
+{
+    memset(ua, 0, sizeof *ua);
+    ua->sun_family = AF_UNIX;
+    size_t n = strnlen(name, sizeof ua->sun_path - 2);
+    memcpy(ua->sun_path + 1, name, n); /* abstract: sun_path[0] is 0 */
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }

@@ -4,7 +4,8 @@
  * secret, or munge), and what it serves: a queue (name, items, journal,
  * output directory, lease timeout, attempts), a stream set (name, worker lease, load
  * bound, shedding) or the step's store (the port it listens on), whose
- * peers are the node agents, one per node. One binary record, encoded and checked here, so that the
+ * peers are the node agents, one per node; or, for a node relay (relay.h),
+ * where the coordinator is and the name of the node's socket. One binary record, encoded and checked here, so that the
  * library and the coordinator cannot disagree on it. */
 #ifndef COHORT_COORD_CONFIG_H
 #define COHORT_COORD_CONFIG_H
@@ -12,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "auth.h"
 #include "error.h"
@@ -24,9 +27,11 @@ enum coord_kind {
     COORD_QUEUE = 0,              /* a work queue (cohort_work.h) */
     COORD_STREAMS = 1,            /* a stream set (cohort_streams.h) */
     COORD_STORE = 2,              /* the step's store (PyTorch's TCPStore queries, store_kv.h) */
+    COORD_RELAY = 3,              /* a node's relay to a queue's or stream set's coordinator */
 };
 
-/* The rank a node agent's hello carries (its node is the node's). */
+/* The rank a node agent's or node relay's hello carries (its node is the
+ * node's). */
 #define COORD_AGENT_RANK 0xfffffffeu
 
 struct coord_config {
@@ -41,9 +46,12 @@ struct coord_config {
     double epsilon;               /* a stream set's load bound (place.h) */
     uint32_t shed_after_ms;       /* a stream set's (place.h) */
     uint32_t join_timeout_s;      /* every worker connects within this, or is given up */
-    uint16_t port;                /* the port to listen on; 0: one the kernel picks */
+    uint16_t port;                /* the port to listen on; 0: one the kernel picks; a
+                                   * relay: its coordinator's */
+    uint32_t node;                /* a relay: its node */
+    char host[256];               /* a relay: its coordinator's host */
     bool verbose;
-    char name[COORD_NAME_MAX + 1];
+    char name[COORD_NAME_MAX + 1]; /* what is served; a relay: its socket's name */
     char journal[COORD_PATH_MAX + 1]; /* "": none */
     char output[COORD_PATH_MAX + 1];  /* a queue's results' directory; "": none */
 };
@@ -57,9 +65,18 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *cfg,
                         struct cohort_err *err);
 void coord_config_free(struct coord_config *cfg);
 
-/* Whether a proven hello comes from one of cfg's ranks: the step's view,
- * a rank of the step, on that rank's node; for the store, a node agent
- * (COORD_AGENT_RANK) of one of the step's nodes. */
+/* Whether a proven hello comes from one of cfg's peers, with the step's
+ * view: a coordinator's (queue, stream set, store) are the node relays or
+ * agents (COORD_AGENT_RANK) of the step's nodes; a relay's, the ranks of
+ * its node. */
 bool coord_config_has_rank(const struct coord_config *cfg, const struct hs_hello *h);
+
+/* The name of node's relay to the coordinator that nonce (16 random
+ * bytes, rank 0's, given to every rank) stands for, and its Unix socket's
+ * abstract address (nothing on disk; no other user can know the name
+ * before the relay holds it, and net's Unix listener refuses other uids).
+ * coord_relay_addr returns the address's length. */
+void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1]);
+socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua);
 
 #endif

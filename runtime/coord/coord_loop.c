@@ -36,22 +36,6 @@ static int should_stop(const struct coord *co, int64_t now)
     return coord_finished(co) ? 1 : 2;
 }
 
-static void on_events(struct coord *co, struct net_event *ev, int n, int64_t now)
-{
-    for (int i = 0; i < n; i++)
-        if (ev[i].what & NET_EV_JOINED)
-            coord_joined(co, ev[i].c);
-    for (int i = 0; i < n; i++) {
-        struct net_conn *c = ev[i].c;
-        if (c->state != NET_READY || co->w[c->c.rank].conn != c)
-            continue;
-        if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
-            coord_serve(co, c, now);
-        if ((ev[i].what & NET_EV_CLOSED) && co->w[c->c.rank].conn == c)
-            coord_lost(co, c->c.rank, now);
-    }
-}
-
 /* How long the next poll may wait. */
 static int wait_ms(struct coord *co, int64_t now)
 {
@@ -80,7 +64,8 @@ int coord_run(struct coord *co, struct cohort_err *err)
         if (n < 0)
             return -1;
         now = net_now_ms();
-        on_events(co, ev, n, now);
+        co->now = now;
+        peers_events(co->peers, ev, n);
         struct sched_status before, after;
         sched_status(co->s, &before);
         int64_t next;

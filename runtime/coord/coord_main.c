@@ -1,14 +1,16 @@
 /* coord_main.c - cohort-work-coord, the coordinator's process. Started by
  * one rank of the step (cohort_work_open, cohort_streams_open), never a
  * part of a worker: it reads its start record (coord_config.h) from
- * standard input, checks that a connection per rank fits under its
- * open-file limit (the soft one raised to the hard one), listens on a TCP
- * port of its own (any address, a port the kernel picks), writes that port
- * as one line on standard output ("error WHY" when it cannot start), and
- * serves the queue (coord.h), the stream set (scoord.h) or the step's
- * store (store_holder.h, on the port its record names) until it is done
- * or no worker (agent) is left. Exit status: 0 every item done (every worker
- * closed the set), 1 workers left before, 2 it could not start or failed
+ * standard input, checks that a connection per node (its relay's) fits
+ * under its open-file limit (the soft one raised to the hard one), listens
+ * on a TCP port of its own (any address, a port the kernel picks), writes
+ * that port as one line on standard output ("error WHY" when it cannot
+ * start), and serves the queue (coord.h), the stream set (scoord.h) or the
+ * step's store (store_holder.h, on the port its record names) until it is
+ * done or no worker (agent) is left. With a relay's record it is that
+ * node's relay instead (relay.h), started by the node's first rank. Exit
+ * status: 0 every item done (every worker closed the set; a relay: its
+ * coordinator ended), 1 workers left before, 2 it could not start or failed
  * (one line on standard error). */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +23,8 @@
 #include <unistd.h>
 
 #include "coord.h"
+#include "coord_start.h"
+#include "relay.h"
 #include "scoord.h"
 #include "store_holder.h"
 
@@ -123,15 +127,7 @@ static int listen_and_tell(const struct coord_config *cfg, const struct net_ops 
         return -1;
     if (net_listen(*net, fd, false, err) < 0)
         return -1;
-    if (printf("%u\n", port) < 0 || fflush(stdout) != 0)
-        return cohort_fail(err, "cannot tell the starting rank its port");
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null >= 0) { /* the starting rank may go: nothing more for it to read */
-        dup2(null, 0);
-        dup2(null, 1);
-        close(null);
-    }
-    return 0;
+    return coord_started(port, err);
 }
 
 /* A work queue: 0 every item done, 1 workers left before, -1 failed, -2
@@ -207,16 +203,18 @@ int main(void)
     struct cohort_err err;
     int rc = -2;
     ignore_warnings();
-    /* every rank holds a connection of its own: when they cannot all fit,
-     * every rank is told at once, not left out until its deadline */
+    /* every node's relay holds a connection of its own: when they cannot
+     * all fit, every rank is told at once, not left out until its deadline */
     int got = record(&cfg, &err);
-    if (got == 0 && cfg.kind == COORD_STORE) {
+    if (got == 0 && cfg.kind == COORD_RELAY) {
+        rc = relay_run(&cfg, &err);
+    } else if (got == 0 && cfg.kind == COORD_STORE) {
         if (net_fd_check(cfg.num_nodes, "the store holder", "node agents, one connection each",
                          &err) == 0)
             rc = store(&cfg, &err);
     } else if (got == 0 &&
-               net_fd_check(cfg.size, "the work coordinator", "ranks, one connection each",
-                            &err) == 0) {
+               net_fd_check(cfg.num_nodes, "the work coordinator",
+                            "node relays, one connection each", &err) == 0) {
         rc = cfg.kind == COORD_STREAMS ? streams(&cfg, &err) : queue(&cfg, &err);
     }
     if (rc == -2) {
@@ -225,10 +223,13 @@ int main(void)
         rc = 2;
     } else if (rc < 0) {
         rc = 2;
-        fprintf(stderr, "cohort: the coordinator of %s '%s' failed: %s\n",
-                cfg.kind == COORD_STREAMS ? "stream set" : cfg.kind == COORD_STORE ? "store"
-                                                                                  : "queue",
-                cfg.name, err.msg);
+        if (cfg.kind == COORD_RELAY)
+            fprintf(stderr, "cohort: the node relay of node %u failed: %s\n", cfg.node, err.msg);
+        else
+            fprintf(stderr, "cohort: the coordinator of %s '%s' failed: %s\n",
+                    cfg.kind == COORD_STREAMS ? "stream set"
+                    : cfg.kind == COORD_STORE ? "store" : "queue",
+                    cfg.name, err.msg);
     }
     coord_config_free(&cfg);
     return rc;

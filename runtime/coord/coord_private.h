@@ -11,6 +11,7 @@
 #include "coord.h"
 #include "error.h"
 #include "journal.h"
+#include "peers.h"
 #include "work_sched.h"
 #include "work_msg.h"
 
@@ -24,7 +25,7 @@ struct coord_pending {
 };
 
 struct worker {
-    struct net_conn *conn;  /* NULL: not connected (yet, or any more) */
+    bool on;                /* connected (through its node's relay, peers.h) */
     bool ever;              /* it connected once */
     bool held;              /* a lease waits for items */
     uint64_t cap;           /* of that lease */
@@ -40,6 +41,8 @@ struct coord {
     const struct coord_config *cfg;
     struct sched *s;
     struct net *net;
+    struct peers *peers;    /* the ranks, through the node relays */
+    struct peers_ops ops;   /* coord.c's: requests in, workers joining and lost, at co->now */
     struct worker *w;       /* per rank */
     uint64_t *ids;          /* COORD_LEASE_MAX: one request's ids */
     uint8_t *spans;         /* and their spans */
@@ -68,6 +71,7 @@ struct coord {
     int64_t next_sweep;     /* the keepalive's next sweep over every rank */
     int64_t retry_at;       /* held leases are tried again then (a copy may be due) */
     bool oom;
+    int64_t now;            /* of this round's events */
     int64_t start_ms, join_by, next_wake, next_progress;
     uint64_t granted, last_committed;
 };
@@ -79,10 +83,6 @@ void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p,
 void coord_totals(struct coord *co, uint32_t rank, enum work_op op);
 bool coord_finished(const struct coord *co);
 
-/* coord.c: requests in (a worker's frames), workers joining and lost. */
-void coord_serve(struct coord *co, struct net_conn *c, int64_t now);
-void coord_joined(struct coord *co, struct net_conn *c);
-void coord_lost(struct coord *co, uint32_t rank, int64_t now);
 
 /* coord_wake.c: a lease answered now or held (coord_lease); a held lease
  * or close noted (coord_hold), tried again after a change, answered once

@@ -118,6 +118,19 @@ static int spawn(pid_t *pid, const char *path, int in, int out)
     return e;
 }
 
+int coord_started(unsigned port, struct cohort_err *err)
+{
+    if (printf("%u\n", port) < 0 || fflush(stdout) != 0)
+        return cohort_fail(err, "cannot tell the starting rank it listens");
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        close(null);
+    }
+    return 0;
+}
+
 void coord_end(pid_t *pid)
 {
     if (kill(-*pid, SIGKILL) < 0)

@@ -13,12 +13,19 @@
 #include <sys/types.h>
 
 #include "coord_config.h"
+#include "error.h"
 
 /* Starts path for cfg; role names it in messages ("work coordinator").
  * *port and *pid, or *port 0 with why (the process ended, *pid 0 unless
  * it could not be reaped within the deadline). */
 void coord_start(const struct coord_config *cfg, const char *path, const char *role,
                  int timeout_s, pid_t *pid, uint16_t *port, char *why, size_t len);
+
+/* The started process's side: writes its line (port; a relay 1) on
+ * standard output, then points standard input and output at /dev/null
+ * (the starting rank may go: nothing more for it to read). 0, or -1 with
+ * err. */
+int coord_started(unsigned port, struct cohort_err *err);
 
 /* Ends a started coordinator's process group with SIGKILL (a stopped one
  * takes it too) and reaps it, so that nothing it holds outlives it; waits

@@ -85,7 +85,7 @@ static void retry_held(struct coord *co, bool done, int64_t now)
         co->ring_head = (co->ring_head + 1) % co->cfg->size;
         co->ring_len--;
         w->in_ring = false;
-        if (!w->conn || !w->held)
+        if (!w->on || !w->held)
             continue;
         coord_lease(co, r, now); /* held again: back into the ring */
         waits = w->held ? waits + 1 : 0;
@@ -98,7 +98,7 @@ static void answer_closes(struct coord *co)
     for (size_t i = 0; i < co->n_closes; i++) {
         struct worker *w = &co->w[co->closes[i]];
         w->in_closes = false;
-        if (w->conn && w->closing && !w->closed_ok) {
+        if (w->on && w->closing && !w->closed_ok) {
             coord_totals(co, co->closes[i], WORK_CLOSED);
             w->closed_ok = true;
         }
@@ -114,7 +114,7 @@ static bool stranded(const struct coord *co, const struct sched_status *st)
     if (co->came < co->cfg->size || st->leased)
         return false;
     for (uint32_t r = 0; r < co->cfg->size; r++)
-        if (co->w[r].conn && !co->w[r].closing)
+        if (co->w[r].on && !co->w[r].closing)
             return false;
     return true;
 }
@@ -131,7 +131,7 @@ static void refuse_closes(struct coord *co, const struct sched_status *st)
                        (unsigned long long)(st->total - st->committed - st->set_aside),
                        (unsigned long long)st->total);
     for (uint32_t r = 0; r < co->cfg->size; r++)
-        if (co->w[r].conn && co->w[r].closing && !co->w[r].closed_ok) {
+        if (co->w[r].on && co->w[r].closing && !co->w[r].closed_ok) {
             coord_send(co, r, WORK_ERROR, msg, (uint32_t)len);
             co->w[r].closed_ok = true;
         }
@@ -145,7 +145,7 @@ static void sweep(struct coord *co, int64_t now)
     int64_t due = now - (COORD_KEEPALIVE_MS - COORD_SWEEP_MS);
     for (uint32_t r = 0; r < co->cfg->size; r++) {
         struct worker *w = &co->w[r];
-        if (!w->conn || !w->held_since || w->held_since > due)
+        if (!w->on || !w->held_since || w->held_since > due)
             continue;
         if (w->held) {
             coord_lease(co, r, now);

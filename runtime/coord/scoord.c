@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "peers.h"
 #include "place.h"
 #include "streams_msg.h"
 #include "wire.h"
@@ -15,20 +16,27 @@
 #define SCOORD_WAIT_MS 1000 /* the longest poll: joins and leases looked at this often */
 
 struct sworker {
-    struct net_conn *conn;
+    bool on;                /* connected (through its node's relay, peers.h) */
     bool ever;              /* it connected once */
     bool closed;            /* it closed the set (not lost) */
 };
 
 struct scoord {
     const struct coord_config *cfg;
-    struct net *net;
+    struct peers *peers;    /* the ranks, through the node relays */
+    struct peers_ops ops;   /* this file's: requests in, workers joining and lost, at now */
+    int64_t now;            /* of this round's events */
     struct place *p;
     struct sworker *w;
     uint32_t came, connected, lost;
     int64_t join_by;
     bool oom;
 };
+
+/* The peers' callbacks (peers.h), below. */
+static void on_joined(void *ctx, uint32_t r);
+static int on_frame(void *ctx, uint32_t r, const struct wire_frame *f);
+static void on_lost(void *ctx, uint32_t r);
 
 int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohort_err *err)
 {
@@ -37,6 +45,10 @@ int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohor
     if (!sc || !(sc->w = calloc(cfg->size, sizeof *sc->w)))
         return cohort_fail(err, "out of memory");
     sc->cfg = cfg;
+    sc->ops = (struct peers_ops){.ctx = sc, .joined = on_joined, .frame = on_frame,
+                                 .lost = on_lost};
+    if (peers_new(cfg, &sc->ops, &sc->peers, err) < 0)
+        return -1;
     struct place_opts o = {.epsilon = cfg->epsilon,
                            .lease_ms = (int64_t)cfg->lease_timeout_s * 1000,
                            .shed_after_ms = cfg->shed_after_ms};
@@ -51,6 +63,7 @@ void scoord_free(struct scoord *sc)
     if (!sc)
         return;
     place_free(sc->p);
+    peers_free(sc->peers);
     free(sc->w);
     free(sc);
 }
@@ -58,22 +71,13 @@ void scoord_free(struct scoord *sc)
 enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
 {
     struct scoord *sc = ctx;
-    if (!coord_config_has_rank(sc->cfg, h))
-        return NET_DROP;
-    if (sc->w[h->rank].conn) {
-        cohort_fail_code(why, COHORT_E_CONFIG,
-                         "rank %u is connected to the stream coordinator already (two tasks "
-                         "with one SLURM_PROCID?)", h->rank);
-        return NET_REFUSE;
-    }
-    return NET_ADMIT;
+    return peers_admit(sc->peers, h, why);
 }
 
 static void send_to(struct scoord *sc, uint32_t r, enum streams_op op, const void *p,
                     uint32_t len)
 {
-    struct net_conn *c = sc->w[r].conn;
-    if (c && net_send(c, WIRE_WORK, (uint16_t)op, UINT32_MAX, p, len) < 0)
+    if (peers_send(sc->peers, r, (uint16_t)op, p, len) < 0)
         sc->oom = true;
 }
 
@@ -104,14 +108,14 @@ static void answer(struct scoord *sc, uint32_t r, int rc, const struct cohort_er
     send_to(sc, r, STREAMS_OK, &b, 1);
 }
 
-static void lost(struct scoord *sc, uint32_t r)
+static void on_lost(void *ctx, uint32_t r)
 {
+    struct scoord *sc = ctx;
     struct sworker *w = &sc->w[r];
     struct cohort_err e;
-    if (!w->conn)
+    if (!w->on)
         return;
-    net_close(sc->net, w->conn);
-    w->conn = NULL;
+    w->on = false;
     sc->connected--;
     sc->lost += !w->closed;
     if (place_lost(sc->p, r, &e) == PLACE_ENOMEM)
@@ -170,54 +174,32 @@ static int request(struct scoord *sc, uint32_t r, const struct wire_frame *f, in
     return 0;
 }
 
-/* Every whole frame worker r sent. */
-static void serve(struct scoord *sc, struct net_conn *c, int64_t now)
+/* A frame of worker r; one that is not a request drops it. */
+static int on_frame(void *ctx, uint32_t r, const struct wire_frame *f)
 {
-    struct wire_frame f;
-    struct cohort_err e;
-    int got;
-    uint32_t r = c->c.rank;
-    while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
-        if (f.type != WIRE_WORK || request(sc, r, &f, now) < 0) {
-            got = -1;
-            snprintf(e.msg, sizeof e.msg, "a frame of another kind or a malformed request");
-        }
-        if (got < 0)
-            break;
-        conn_consume(&c->c, &f);
-    }
-    if (got < 0) {
-        fprintf(stderr, "cohort: stream coordinator: rank %u sent what is not a request (%s): "
-                        "its connection is closed and its streams go to others\n", r, e.msg);
-        lost(sc, r);
-    }
+    struct scoord *sc = ctx;
+    if (request(sc, r, f, sc->now) == 0)
+        return 0;
+    fprintf(stderr, "cohort: stream coordinator: rank %u sent what is not a request (a "
+                    "malformed request): its connection is closed and its streams go to "
+                    "others\n", r);
+    return -1;
 }
 
-static void on_events(struct scoord *sc, struct net_event *ev, int n, int64_t now)
+static void on_joined(void *ctx, uint32_t r)
 {
-    for (int i = 0; i < n; i++)
-        if (ev[i].what & NET_EV_JOINED) {
-            struct sworker *w = &sc->w[ev[i].c->c.rank];
-            sc->came += !w->ever;
-            w->ever = true;
-            w->closed = false;
-            w->conn = ev[i].c;
-            sc->connected++;
-        }
-    for (int i = 0; i < n; i++) {
-        struct net_conn *c = ev[i].c;
-        if (c->state != NET_READY || sc->w[c->c.rank].conn != c)
-            continue;
-        if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
-            serve(sc, c, now);
-        if ((ev[i].what & NET_EV_CLOSED) && sc->w[c->c.rank].conn == c)
-            lost(sc, c->c.rank);
-    }
+    struct scoord *sc = ctx;
+    struct sworker *w = &sc->w[r];
+    sc->came += !w->ever;
+    w->ever = true;
+    w->closed = false;
+    w->on = true;
+    sc->connected++;
 }
 
 int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err)
 {
-    sc->net = net;
+    peers_attach(sc->peers, net);
     int64_t now = net_now_ms(), next = now;
     while (sc->connected || (sc->came < sc->cfg->size && now < sc->join_by)) {
         int64_t wait = next - now;
@@ -227,7 +209,8 @@ int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err)
         if (n < 0)
             return -1;
         now = net_now_ms();
-        on_events(sc, ev, n, now);
+        sc->now = now;
+        peers_events(sc->peers, ev, n);
         if (place_tick(sc->p, now, &next, err) == PLACE_ENOMEM)
             sc->oom = true;
         tell(sc);

@@ -3,13 +3,18 @@
  * sets (cohort_streams.c): rank 0 starts cohort-work-coord (a process of
  * its own, never a part of a worker; COHORT_WORK_COORD overrides its path)
  * and tells it the step and what to serve on its standard input (its
- * environment is a short list of rank 0's, never the secret); its port is
- * broadcast (or rank 0's failure, the same line on every rank); every rank
- * dials it with the step's authenticated handshake (net.h). Not exported. */
+ * environment is a short list of rank 0's, never the secret); its port and
+ * a nonce are broadcast (or rank 0's failure, the same line on every
+ * rank); each node's first rank starts the node's relay (relay.h, the same
+ * program, in a session of its own), which dials the coordinator; every
+ * rank dials its node's relay on a Unix socket named from the nonce, with
+ * the step's authenticated handshake (net.h). The coordinator holds one
+ * connection per node. Not exported. */
 #ifndef COHORT_COORD_H
 #define COHORT_COORD_H
 
 #include <netdb.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "auth.h"
@@ -17,15 +22,20 @@
 #include "coord_config.h"
 #include "net.h"
 
+#define RELAY_NONCE_LEN 16
+
 struct coord_link {
     struct cohort *c;
     struct auth_key key;       /* net's hs_self points at it */
     struct net *net;
     struct net_conn *conn;     /* to the coordinator */
-    struct addrinfo *addrs;    /* the coordinator's host */
+    uint8_t nonce[RELAY_NONCE_LEN]; /* rank 0's: names the relays' sockets */
     pid_t pid;                 /* rank 0: the coordinator it started, to reap */
+    pid_t relay_pid;           /* a node's first rank: the relay it started, to reap */
+    pid_t relay_peer;          /* the relay's pid (its socket's peer), for messages */
+    bool coord_closed;         /* the relay said the coordinator closed its connection */
     int timeout_s;             /* a silent coordinator is given up after this */
-    char where[96];            /* "HOST:PORT" */
+    char where[96];            /* the coordinator's "HOST:PORT" */
 };
 
 /* Collective. cfg holds what to serve (kind, name and the kind's fields);
@@ -47,6 +57,16 @@ int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
  * passed, takes in what has arrived without waiting. 0, or -1 with err
  * when the event loop failed (a closed connection shows in conn->closed). */
 int coord_link_wait(struct coord_link *l, long long until_ms, struct cohort_err *err);
+
+/* The next frame from the coordinator, as conn_next (1, 0 or < 0 with
+ * err); the relay's word that the coordinator closed is taken here. */
+int coord_link_next(struct coord_link *l, struct wire_frame *f, struct cohort_err *err);
+
+/* Once the connection closed: who is gone, for messages: "the WHAT
+ * (HOST:PORT) is gone (killed, or its node failed)" when the relay said
+ * so, else "this node's relay to the WHAT (HOST:PORT, relay pid N) is gone
+ * (killed?)" (what: "work coordinator of queue 'q'"). */
+void coord_link_gone(const struct coord_link *l, const char *what, char *buf, size_t len);
 
 /* Collective: every rank's len bytes, in rank order, into a malloc'd
  * *all (the arguments of an open, checked alike on every rank). 0, or -1

@@ -176,7 +176,7 @@ static int take_frames(struct cohort_streams *s, const char *func, struct wire_f
     struct net_conn *conn = s->link.conn;
     struct cohort_err e;
     int got;
-    while ((got = conn_next(&conn->c, WIRE_MAX_PAYLOAD_DEFAULT, f, &e)) > 0 &&
+    while ((got = coord_link_next(&s->link, f, &e)) > 0 &&
            f->type == WIRE_WORK && (f->flags == STREAMS_ASSIGN || f->flags == STREAMS_REVOKE)) {
         if (queue_event(s, f) < 0)
             return gone(s, func, COHORT_ERR_NETWORK, "sent a malformed event (another cohort "
@@ -188,8 +188,13 @@ static int take_frames(struct cohort_streams *s, const char *func, struct wire_f
     if (got != 0)
         return gone(s, func, COHORT_ERR_AUTH, got > 0 ? "sent a frame of another kind"
                                                       : "sent what failed its check");
-    if (conn->closed)
-        return gone(s, func, COHORT_ERR_PEER_LOST, "is gone (killed, or its node failed)");
+    if (conn->closed) {
+        char what[NAME_MAX_LEN + 40], who[COHORT_ERR_LEN / 2];
+        s->gone = true;
+        snprintf(what, sizeof what, "stream coordinator of set '%s'", s->name);
+        coord_link_gone(&s->link, what, who, sizeof who);
+        return cohort_internal_fail(s->c, COHORT_ERR_PEER_LOST, "cohort: %s: %s", func, who);
+    }
     return 0;
 }
 

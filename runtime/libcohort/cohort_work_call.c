@@ -14,12 +14,12 @@
  * later one fail with one line naming it. */
 static int gone(struct cohort_work *w, const char *func)
 {
+    char what[WORK_NAME_MAX + 40], who[COHORT_ERR_LEN / 2];
     w->gone = true;
+    snprintf(what, sizeof what, "work coordinator of queue '%s'", w->name);
+    coord_link_gone(&w->link, what, who, sizeof who);
     return cohort_internal_fail(
-        w->c, COHORT_ERR_PEER_LOST,
-        "cohort: %s: the work coordinator of queue '%s' (%s) is gone (killed, or its node "
-        "failed): %s",
-        func, w->name, w->link.where,
+        w->c, COHORT_ERR_PEER_LOST, "cohort: %s: %s: %s", func, who,
         w->journal ? "rerun the step with the same journal to resume"
                    : "the queue's progress is lost (open it with a journal to resume a rerun)");
 }
@@ -30,7 +30,7 @@ static int next_frame(struct cohort_work *w, const char *func, struct wire_frame
     long long end = net_now_ms() + (long long)w->link.timeout_s * 1000;
     for (;;) {
         struct cohort_err e;
-        int got = conn_next(&w->link.conn->c, WIRE_MAX_PAYLOAD_DEFAULT, f, &e);
+        int got = coord_link_next(&w->link, f, &e);
         if (got > 0 && f->type == WIRE_WORK)
             return 0;
         if (got != 0) {

@@ -113,7 +113,7 @@ struct net_target {
     const struct addrinfo *addrs;  /* TCP: tried in turn; owned by the caller */
     unsigned port;                 /* TCP: for messages */
     int timeout_s;                 /* for messages */
-    bool listening;                /* TCP: it listened before its port was given out, so a
+    bool listening;                /* it listened before its address was given out, so a
                                     * refusal on its last address means it is gone: the
                                     * dial fails at once (else it is retried: not yet up) */
 };

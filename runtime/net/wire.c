@@ -44,7 +44,7 @@ void wire_header(uint8_t out[WIRE_HEADER_LEN], enum wire_type type, uint16_t fla
 const char *wire_type_name(enum wire_type t)
 {
     static const char *const names[] = {"?", "challenge", "hello", "welcome", "up", "down",
-                                        "abort", "work", "store"};
+                                        "abort", "work", "store", "relay"};
     return t >= 1 && t <= WIRE_TYPE_MAX ? names[t] : "?";
 }
 

@@ -26,7 +26,18 @@ enum wire_type {
     WIRE_ABORT,         /* either way: why the step fails (wire_abort_encode) */
     WIRE_WORK,          /* worker <-> work coordinator: flags is the operation (work_msg.h) */
     WIRE_STORE,         /* node agent <-> store holder: flags is the operation (store_msg.h) */
-    WIRE_TYPE_MAX = WIRE_STORE,
+    WIRE_RELAY,         /* node relay <-> coordinator: a rank came or went (flags: relay_op) */
+    WIRE_TYPE_MAX = WIRE_RELAY,
+};
+
+/* A WIRE_RELAY frame's operation; its rank field names the rank, its
+ * payload is empty. A node relay's WIRE_WORK frames carry the rank they
+ * come from (up) or go to (down). */
+enum relay_op {
+    RELAY_JOIN = 1, /* relay -> coordinator: the rank connected to the relay and proved itself */
+    RELAY_GONE,     /* relay -> coordinator: the rank's connection closed; relay -> rank
+                     * (rank UINT32_MAX): the coordinator closed the relay's */
+    RELAY_DROP,     /* coordinator -> relay: close the rank's connection */
 };
 
 struct wire_frame {

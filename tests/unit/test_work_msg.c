@@ -4,6 +4,7 @@
  * a start record read back whole and refused at every cut and with a
  * rank on a node that does not exist. */
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "coord_config.h"
@@ -93,10 +94,60 @@ static void config(void)
     free(rec);
 }
 
+/* A relay's record: its node and its coordinator's host, its peers the
+ * ranks of its node; a coordinator's peers the relays; the socket's name. */
+static void relay_config(void)
+{
+    uint32_t rank_node[] = {0, 0, 1, 1, 1};
+    struct coord_config c = {.kind = COORD_RELAY, .key = {.kind = AUTH_SECRET}, .job = 7,
+                             .step = 1, .size = 5, .num_nodes = 2, .rank_node = rank_node,
+                             .port = 40000, .node = 1, .join_timeout_s = 60},
+                       d;
+    strcpy(c.host, "gpu-a17.cluster");
+    uint8_t nonce[16] = {0xde, 0xad, 0, 1};
+    coord_relay_name(nonce, 1, c.name);
+    ok(strcmp(c.name, "cohort-relay-dead0001000000000000000000000000-1") == 0,
+       "the relay's name: %s", c.name);
+    struct sockaddr_un ua;
+    socklen_t alen = coord_relay_addr(c.name, &ua);
+    ok(ua.sun_path[0] == 0 && memcmp(ua.sun_path + 1, c.name, strlen(c.name)) == 0 &&
+           alen == offsetof(struct sockaddr_un, sun_path) + 1 + strlen(c.name),
+       "its address is abstract, of the name's length");
+    uint8_t *rec = NULL;
+    size_t len = 0;
+    struct cohort_err e;
+    ok(coord_config_encode(&c, &rec, &len) == 0 && coord_config_decode(rec, len, &d, &e) == 0 &&
+           d.kind == COORD_RELAY && d.node == 1 && d.port == 40000 &&
+           strcmp(d.host, "gpu-a17.cluster") == 0 && strcmp(d.name, c.name) == 0,
+       "a relay's record reads back whole");
+    struct hs_hello h = {.rank = 2, .node = 1, .view = c.view};
+    ok(coord_config_has_rank(&d, &h), "a rank of its node is the relay's peer");
+    h.rank = 0;
+    h.node = 0;
+    ok(!coord_config_has_rank(&d, &h), "a rank of another node is not");
+    h.rank = 4;
+    ok(!coord_config_has_rank(&d, &h), "nor a rank that says it is on another node");
+    coord_config_free(&d);
+    c.kind = COORD_QUEUE;
+    h = (struct hs_hello){.rank = COORD_AGENT_RANK, .node = 1, .view = c.view};
+    ok(coord_config_has_rank(&c, &h), "a relay is a queue's peer");
+    h.node = 2;
+    ok(!coord_config_has_rank(&c, &h), "a relay of a node beyond the step is not");
+    h = (struct hs_hello){.rank = 2, .node = 1, .view = c.view};
+    ok(!coord_config_has_rank(&c, &h), "nor is a rank: ranks come through their relay");
+    c.kind = COORD_RELAY;
+    c.node = 2;
+    free(rec);
+    ok(coord_config_encode(&c, &rec, &len) == 0 && coord_config_decode(rec, len, &d, &e) < 0,
+       "a relay's record for a node beyond the step is refused");
+    free(rec);
+}
+
 int main(void)
 {
     spans();
     records();
     config();
+    relay_config();
     return tap_done();
 }

@@ -33,6 +33,10 @@
  *                         the coordinator (pid P)"; the test kills it after),
  *                         then go on: every rank's next call fails at its
  *                         deadline (COHORT_TIMEOUT);
+ *   COHORT_TEST_DO=kill-relay  SIGKILL its node's relay (the cohort-relay
+ *                         child of its node's first rank, ranks placed in
+ *                         blocks): "rank R: killing the relay (pid P)", then
+ *                         go on: its node's ranks fail at their next call;
  *   COHORT_TEST_DO=foreign commit an id it does not hold ("rank R: foreign:
  *                         <cohort_error()>"), then go on;
  *   COHORT_TEST_DO=environ print the names in the coordinator's environment
@@ -46,6 +50,10 @@
  * cohort_work_commit_output whose results are, for each id in the call's
  * order, the id (8 bytes, big-endian) and COHORT_TEST_BYTES - 8 bytes of
  * the id's low byte (COHORT_TEST_BYTES default 16, at least 8).
+ * COHORT_TEST_SOCKETS=1: once every rank has opened the queue (a barrier),
+ * and before any leases (another), rank 0 prints "rank 0: coordinator sockets: N" and each node's first
+ * rank "rank R: relay sockets: N" (the sockets in /proc/PID/fd of its
+ * child cohort-work-coord, cohort-relay).
  * COHORT_TEST_HAND (without COHORT_TEST_OUTPUT; for bench/output-bench.sh):
  * a directory where the worker writes those results itself, a file per
  * batch, synced, then commits the ids alone (save, then commit). */
@@ -97,8 +105,8 @@ static void record(const char *kind, const uint64_t *ids, long n)
     free(buf);
 }
 
-/* The coordinator: the cohort-work-coord process whose parent is pid. */
-static pid_t coordinator_of(pid_t parent)
+/* The process named comm (its first 15 bytes) whose parent is parent. */
+static pid_t child_named(pid_t parent, const char *comm)
 {
     DIR *d = opendir("/proc");
     struct dirent *e;
@@ -114,13 +122,51 @@ static pid_t coordinator_of(pid_t parent)
         stat[n] = 0;
         char *close_paren = strrchr(stat, ')');
         int ppid;
-        if (strstr(stat, "(cohort-work-coo") && close_paren &&
+        char want[20];
+        snprintf(want, sizeof want, "(%.15s)", comm);
+        if (strstr(stat, want) && close_paren &&
             sscanf(close_paren + 2, "%*c %d", &ppid) == 1 && ppid == parent)
             found = atoi(e->d_name);
     }
     if (d)
         closedir(d);
     return found;
+}
+
+/* The coordinator: the cohort-work-coord process whose parent is pid. */
+static pid_t coordinator_of(pid_t parent)
+{
+    return child_named(parent, "cohort-work-coord");
+}
+
+/* The sockets process p holds (-1: unreadable). */
+static int sockets_of(pid_t p)
+{
+    char path[64], link[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)p);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d))) {
+        char fd[64 + 256 + 2];
+        snprintf(fd, sizeof fd, "%s/%s", path, e->d_name);
+        ssize_t len = readlink(fd, link, sizeof link - 1);
+        n += len > 8 && strncmp(link, "socket:[", 8) == 0;
+    }
+    if (d)
+        closedir(d);
+    return d ? n : -1;
+}
+
+/* COHORT_TEST_SOCKETS: the coordinator's and the relays' sockets. */
+static void print_sockets(void)
+{
+    pid_t relay = child_named(getpid(), "cohort-relay");
+    if (rank == 0)
+        printf("rank 0: coordinator sockets: %d\n", sockets_of(coordinator_of(getpid())));
+    if (relay > 0)
+        printf("rank %d: relay sockets: %d\n", rank, sockets_of(relay));
+    fflush(stdout);
 }
 
 /* "rank R: coordinator environment: NAME ..." of process p. */
@@ -217,6 +263,13 @@ static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, u
         fflush(stdout);
         if (p > 0)
             kill(p, stop ? SIGSTOP : SIGKILL);
+    }
+    if (strcmp(what, "kill-relay") == 0) {
+        pid_t p = child_named(pids[rank - cohort_local_rank(c)], "cohort-relay");
+        printf("rank %d: killing the relay (pid %d)\n", rank, (int)p);
+        fflush(stdout);
+        if (p > 0)
+            kill(p, SIGKILL);
     }
     if (strcmp(what, "environ") == 0)
         print_environ(coordinator_of(pids[0]));
@@ -327,6 +380,13 @@ int main(void)
         queue = "other";
     if (cohort_work_open(c, queue ? queue : "q", items, &o, &w) != 0)
         return fail(c);
+    if (getenv("COHORT_TEST_SOCKETS")) {
+        if (cohort_barrier(c) != 0)
+            return fail(c);
+        print_sockets();
+        if (cohort_barrier(c) != 0) /* nobody leaves before the count */
+            return fail(c);
+    }
     int rc = run(w, c, pids);
     if (rc == -2) {
         fflush(stdout);

@@ -1,0 +1,61 @@
+/* peers.h - a queue's or stream set's coordinator's workers, as it sees
+ * them through the node relays (relay.h): one authenticated connection
+ * per node, not per rank. A relay tells of each of its ranks joining
+ * (RELAY_JOIN) and going (RELAY_GONE), and carries their WIRE_WORK frames
+ * with the rank in the header, both ways. A relay's death is the loss of
+ * every rank it carried; a relay that speaks for a rank of another node,
+ * or sends what is not a frame of this protocol, is closed as dead (one
+ * line). The coordinator's services (coord.c, scoord.c) see ranks only. */
+#ifndef COHORT_PEERS_H
+#define COHORT_PEERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coord_config.h"
+#include "net.h"
+#include "wire.h"
+
+struct peers_ops {
+    void *ctx;
+    /* rank proved itself to its node's relay */
+    void (*joined)(void *ctx, uint32_t rank);
+    /* a WIRE_WORK frame of rank: 0, or -1 when it is not one of the
+     * service's requests (the service has said so; the rank is dropped) */
+    int (*frame)(void *ctx, uint32_t rank, const struct wire_frame *f);
+    /* rank is gone: its connection closed, it was dropped, or its relay died */
+    void (*lost)(void *ctx, uint32_t rank);
+};
+
+struct peers;
+
+/* For cfg's ranks (cfg and ops outlive it). 0, or -1 with err. */
+int peers_new(const struct coord_config *cfg, const struct peers_ops *ops, struct peers **out,
+              struct cohort_err *err);
+void peers_free(struct peers *p);
+
+/* net's admit for the coordinator (ctx: the peers): a relay of one of the
+ * step's nodes, one at a time per node. */
+enum net_admit peers_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+
+/* The loop whose connections these are (before the first net_poll). */
+void peers_attach(struct peers *p, struct net *net);
+
+/* A round of net_poll's events: relays joining, their frames (ranks
+ * joining, their requests, ranks going) and relays lost, in order. */
+void peers_events(struct peers *p, struct net_event *ev, int n);
+
+/* Whether rank is connected (joined and not gone). */
+bool peers_on(const struct peers *p, uint32_t rank);
+
+/* A WIRE_WORK frame to rank, when it is connected: 0, or -1 when out of
+ * memory (a dead relay shows as its ranks lost). */
+int peers_send(struct peers *p, uint32_t rank, uint16_t op, const void *b, uint32_t len);
+
+/* Closes rank's connection (its relay is told) and calls lost. */
+void peers_drop(struct peers *p, uint32_t rank);
+
+/* Relays connected now. */
+uint32_t peers_relays(const struct peers *p);
+
+#endif
