@@ -131,6 +131,8 @@ EXTRA_DIST += tests/work.sh
 # A queue's results published exactly once, through kills at every point.
 TESTS += tests/output.sh
 EXTRA_DIST += tests/output.sh tests/work/output_verify.py
+tests_work_work_check_SOURCES = tests/work/work_check.c tests/work/proc_child.c \
+	tests/work/proc_child.h
 tests_work_work_check_LDADD = runtime/libcohort/libcohort.la -lpthread
 tests_work_work_check_LDFLAGS = -no-install
 
@@ -138,6 +140,9 @@ tests_work_work_check_LDFLAGS = -no-install
 check_PROGRAMS += tests/streams/streams_check
 TESTS += tests/streams.sh
 EXTRA_DIST += tests/streams.sh
+tests_streams_streams_check_SOURCES = tests/streams/streams_check.c tests/work/proc_child.c \
+	tests/work/proc_child.h
+tests_streams_streams_check_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/work
 tests_streams_streams_check_LDADD = runtime/libcohort/libcohort.la -lm
 tests_streams_streams_check_LDFLAGS = -no-install
 check_PROGRAMS += examples/work_queue

@@ -7,8 +7,9 @@
 # took is printed, not judged: speed is in the benchmarks); a worker
 # stopped past its lease, fenced and back; load reports that make a
 # worker shed; never two owners at once (from every worker's log of
-# events); bad input, one line each; too few open files for the
-# coordinator, one line on every worker. TAP.
+# events); a node's relay SIGKILLed (its workers fail naming it, the
+# others take its streams); bad input, one line each; too few open files
+# for the coordinator, one line on every worker. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/streams/streams_check"
@@ -126,6 +127,19 @@ run 16 2 STREAMS_TEST_VICTIM=5 COHORT_TIMEOUT=60
 why=$(judge 200 5)
 [ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 15 ]
 ok $? "16 workers, rank 5 SIGKILLed: its streams reach the 15 others, at most 5 % of the others move, no stream has two owners ($why; $(summary))"
+
+# The relay of node 1 (ranks 4-7) SIGKILLed once all is settled: the
+# coordinator loses the node's 4 workers at once and places their streams
+# on the 4 others; each of ranks 4-7 fails at its next call naming the
+# relay; every stream is owned by exactly one of ranks 0-3.
+run 8 2 STREAMS_TEST_N=100 STREAMS_TEST_KILL_RELAY=1 STREAMS_TEST_LEFT=4 COHORT_TIMEOUT=60
+named=$(grep -c "^rank [4-7]: FAIL: cohort: cohort_streams_.*: this node's relay to the stream coordinator of set 'cams' (.*, relay pid [1-9][0-9]*) is gone (killed?)" "$tmp/out")
+owners=$(ls "$tmp/o" | sed -n 's/^owned\.//p' | sort -n | tr '\n' ' ')
+keys=$(cat "$tmp/o"/owned.* 2>/dev/null | awk '{ print $1 }' | sort | uniq -c | awk '$1 == 1 { n++ } END { print n + 0 }')
+grep -q '^rank 4: killing the relay (pid [1-9]' "$tmp/out" && [ "$named" = 4 ] &&
+    [ "$(grep -c ': ok ' "$tmp/out")" = 4 ] && [ "$owners" = "0 1 2 3 " ] && [ "$keys" = 100 ] &&
+    [ "$(cat "$tmp/o"/owned.* | wc -l)" = 100 ]
+ok $? "a node's relay SIGKILLed: its 4 workers fail naming it, the 4 others own every stream, each once ($named named; owners: $owners; $keys streams owned once; $(summary))"
 
 run 8 2 STREAMS_TEST_N=100 STREAMS_TEST_STOP=3 STREAMS_TEST_LEASE=1
 why=$(judge 100 -1 3)

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <nettle/sha2.h>
+
 #include "wire.h"
 #include "work_msg.h"
 
@@ -194,10 +196,16 @@ bool coord_config_has_rank(const struct coord_config *c, const struct hs_hello *
 
 void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1])
 {
+    uint8_t msg[20], d[SHA256_DIGEST_SIZE];
+    memcpy(msg, nonce, 16);
+    wire_put32(msg + 16, node);
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, sizeof msg, msg);
+    sha256_digest(&ctx, sizeof d, d);
     char *p = out + sprintf(out, "cohort-relay-");
     for (int i = 0; i < 16; i++)
-        p += sprintf(p, "%02x", nonce[i]);
-    sprintf(p, "-%u", node);
+        p += sprintf(p, "%02x", d[i]);
 }
 
 socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua)

@@ -72,9 +72,11 @@ void coord_config_free(struct coord_config *cfg);
 bool coord_config_has_rank(const struct coord_config *cfg, const struct hs_hello *h);
 
 /* The name of node's relay to the coordinator that nonce (16 random
- * bytes, rank 0's, given to every rank) stands for, and its Unix socket's
- * abstract address (nothing on disk; no other user can know the name
- * before the relay holds it, and net's Unix listener refuses other uids).
+ * bytes, rank 0's, given to every rank) stands for: "cohort-relay-" and
+ * 32 hex digits of SHA-256(nonce, node), so that one node's name (which
+ * any local user can read in /proc/net/unix once it is held) tells
+ * nothing of another's; and its Unix socket's abstract address (nothing
+ * on disk; net's Unix listener refuses other uids).
  * coord_relay_addr returns the address's length. */
 void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1]);
 socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua);

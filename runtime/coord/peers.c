@@ -11,7 +11,8 @@ struct peers {
     const struct peers_ops *ops;
     struct net *net;
     struct net_conn **relay; /* per node; NULL: none connected */
-    uint8_t *on;             /* per rank: joined and not gone */
+    uint8_t *on;             /* per rank: 1 joined and not gone; 2 its relay was lost and
+                              * the service is being told */
     uint32_t relays;
 };
 
@@ -58,7 +59,7 @@ void peers_attach(struct peers *p, struct net *net)
 
 bool peers_on(const struct peers *p, uint32_t rank)
 {
-    return p->on[rank];
+    return p->on[rank] == 1;
 }
 
 uint32_t peers_relays(const struct peers *p)
@@ -68,9 +69,10 @@ uint32_t peers_relays(const struct peers *p)
 
 int peers_send(struct peers *p, uint32_t rank, uint16_t op, const void *b, uint32_t len)
 {
-    if (!p->on[rank])
+    struct net_conn *c = p->relay[p->cfg->rank_node[rank]];
+    if (p->on[rank] != 1 || !c)
         return 0;
-    return net_send(p->relay[p->cfg->rank_node[rank]], WIRE_WORK, op, rank, b, len);
+    return net_queue(c, WIRE_WORK, op, rank, b, len);
 }
 
 static void gone(struct peers *p, uint32_t rank)
@@ -81,13 +83,17 @@ static void gone(struct peers *p, uint32_t rank)
 
 void peers_drop(struct peers *p, uint32_t rank)
 {
-    if (!p->on[rank])
+    struct net_conn *c = p->relay[p->cfg->rank_node[rank]];
+    if (p->on[rank] != 1)
         return;
-    net_send(p->relay[p->cfg->rank_node[rank]], WIRE_RELAY, RELAY_DROP, rank, NULL, 0);
+    if (c)
+        net_queue(c, WIRE_RELAY, RELAY_DROP, rank, NULL, 0);
     gone(p, rank);
 }
 
-/* The relay of node is gone: so is every rank it carried. */
+/* The relay of node is gone: so is every rank it carried. Every one is
+ * off before the service hears of the first (what it sends on a loss,
+ * a stream set's handoffs, must not go to another of them). */
 static void relay_lost(struct peers *p, uint32_t node)
 {
     net_close(p->net, p->relay[node]);
@@ -95,6 +101,9 @@ static void relay_lost(struct peers *p, uint32_t node)
     p->relays--;
     for (uint32_t r = 0; r < p->cfg->size; r++)
         if (p->cfg->rank_node[r] == node && p->on[r])
+            p->on[r] = 2; /* gone, not yet told */
+    for (uint32_t r = 0; r < p->cfg->size; r++)
+        if (p->on[r] == 2)
             gone(p, r);
 }
 

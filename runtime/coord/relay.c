@@ -44,7 +44,7 @@ static enum net_admit admit(void *ctx, const struct hs_hello *h, struct cohort_e
 static void send_up(struct relay *r, enum wire_type type, uint16_t op, uint32_t rank,
                     const void *p, uint32_t len)
 {
-    if (net_send(r->up, type, op, rank, p, len) < 0)
+    if (net_queue(r->up, type, op, rank, p, len) < 0)
         r->oom = true;
 }
 
@@ -97,16 +97,16 @@ static int listen_local(struct relay *r, struct cohort_err *err)
     return coord_started(1, err);
 }
 
-/* A rank's connection closed, or the rank broke the protocol: closed,
- * and the coordinator told unless it asked for it (drop). */
-static void local_gone(struct relay *r, uint32_t rank, bool tell)
+/* A rank's connection closed, the rank broke the protocol, or the
+ * coordinator dropped it: closed, and the coordinator told (it ignores a
+ * GONE for a rank it dropped). */
+static void local_gone(struct relay *r, uint32_t rank)
 {
     net_close(r->net, r->local[rank]);
     r->local[rank] = NULL;
     if (--r->n_local == 0)
         r->idle_by = net_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
-    if (tell)
-        send_up(r, WIRE_RELAY, RELAY_GONE, rank, NULL, 0);
+    send_up(r, WIRE_RELAY, RELAY_GONE, rank, NULL, 0);
 }
 
 /* Every whole frame of rank's connection c, up. */
@@ -124,7 +124,7 @@ static void from_rank(struct relay *r, struct net_conn *c, uint32_t rank)
         return;
     fprintf(stderr, "cohort: node relay of node %u: rank %u sent %s: its connection is "
                     "closed\n", r->cfg->node, rank, got > 0 ? "a frame of another kind" : e.msg);
-    local_gone(r, rank, true);
+    local_gone(r, rank);
 }
 
 /* Every whole frame of the coordinator, down: 0, or -1 when it broke the
@@ -138,10 +138,10 @@ static int from_up(struct relay *r)
         uint32_t rank = f.rank;
         struct net_conn *c = rank < r->cfg->size ? r->local[rank] : NULL;
         if (f.type == WIRE_WORK && c) {
-            if (net_send(c, WIRE_WORK, f.flags, UINT32_MAX, f.payload, f.len) < 0)
+            if (net_queue(c, WIRE_WORK, f.flags, UINT32_MAX, f.payload, f.len) < 0)
                 r->oom = true;
         } else if (f.type == WIRE_RELAY && f.flags == RELAY_DROP && c) {
-            local_gone(r, rank, false);
+            local_gone(r, rank); /* GONE up: a rank back since the drop is not left on */
         } else if (f.type != WIRE_WORK && f.type != WIRE_RELAY) {
             snprintf(e.msg, sizeof e.msg, "a %s frame", wire_type_name(f.type));
             break;
@@ -162,6 +162,10 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
         struct net_conn *c = ev[i].c;
         if (!(ev[i].what & NET_EV_JOINED))
             continue;
+        if (r->local[c->c.rank]) { /* two admitted in one round: the first stays */
+            net_close(r->net, c);
+            continue;
+        }
         r->local[c->c.rank] = c;
         r->n_local++;
         send_up(r, WIRE_RELAY, RELAY_JOIN, c->c.rank, NULL, 0);
@@ -179,7 +183,7 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
         if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
             from_rank(r, c, rank);
         if ((ev[i].what & NET_EV_CLOSED) && r->local[rank] == c)
-            local_gone(r, rank, true);
+            local_gone(r, rank);
     }
     return r->up->closed ? -1 : 0;
 }
@@ -189,13 +193,16 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
 static void tell_closed(struct relay *r)
 {
     for (uint32_t i = 0; r->n_local && i < r->cfg->size; i++)
-        if (r->local[i] && net_send(r->local[i], WIRE_RELAY, RELAY_GONE, UINT32_MAX, NULL, 0) < 0)
+        if (r->local[i] &&
+            net_queue(r->local[i], WIRE_RELAY, RELAY_GONE, UINT32_MAX, NULL, 0) < 0)
             r->oom = true;
 }
 
 static int serve(struct relay *r, struct cohort_err *err)
 {
-    r->idle_by = net_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
+    /* the other nodes' relays may start up to the join timeout after this
+     * one: its ranks are given that long again to come */
+    r->idle_by = net_now_ms() + 2 * (int64_t)r->cfg->join_timeout_s * 1000;
     while (r->n_local || net_now_ms() < r->idle_by) {
         struct net_event *ev;
         int n = net_poll(r->net, RELAY_WAIT_MS, &ev, err);

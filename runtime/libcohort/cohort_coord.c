@@ -121,6 +121,10 @@ static int start_relays(struct coord_link *l, const struct cohort_self *self,
     free(all);
     if (r == s->num_tasks)
         return 0;
+    if (l->relay_pid > 0) /* nobody will use it, nor the coordinator */
+        coord_end(&l->relay_pid);
+    if (l->pid > 0)
+        coord_end(&l->pid);
     if (cohort_bcast(l->c, why, sizeof why, (int)r) != 0)
         return -1;
     why[sizeof why - 1] = 0;

@@ -226,6 +226,14 @@ int net_send(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t r
     return 0;
 }
 
+int net_queue(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t rank,
+              const void *payload, uint32_t len)
+{
+    if (c->state != NET_READY || c->closed)
+        return 0;
+    return conn_queue(&c->c, type, flags, rank, payload, len) < 0 ? -1 : 0;
+}
+
 void net_linger(struct net *n, long long deadline)
 {
     struct pollfd p[256];
@@ -442,6 +450,8 @@ static long long prepare(struct net *n)
         n->conns[k++] = c;
         c->ev = -1;
         if (c->state == NET_READY) {
+            if (!c->closed && c->c.out_len && conn_flush(&c->c) < 0) /* net_queue's frames */
+                c->closed = true;
             if (c->closed) {
                 if (!c->closed_told)
                     net_tell(n, c, 0);

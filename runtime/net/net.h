@@ -156,6 +156,11 @@ bool net_wait_read(struct net *n, struct net_conn *c, int timeout_ms);
  * of memory (a dead peer shows as NET_EV_CLOSED). */
 int net_send(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t rank,
              const void *payload, uint32_t len);
+/* Queues a frame (sealed) to be written at the next net_poll (or
+ * net_flush), with whatever else was queued for c by then: one write for
+ * many frames. -1 when out of memory. */
+int net_queue(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t rank,
+              const void *payload, uint32_t len);
 /* Writes every ready connection's queue, until deadline at most. */
 void net_flush(struct net *n, long long deadline);
 /* After a failure this process has told its peers of: ends its side of

@@ -15,6 +15,11 @@
  * "KEY EPOCH" a line, prints "rank R: ok N owned" and closes the set (with
  * a victim, once every rank left has written its record, see all_done;
  * the close's barrier then fails: the victim is gone).
+ * STREAMS_TEST_KILL_RELAY=NODE with STREAMS_TEST_LEFT=K: once all are
+ * settled, the first rank of node NODE SIGKILLs the node's relay (its
+ * child cohort-relay) and every rank of that node calls on until its call
+ * fails ("rank R: FAIL: ..."); the K others go on until the coordinator
+ * counts K workers and everything is placed again, then as with a victim.
  * STREAMS_TEST_STOP=R (with STREAMS_TEST_LEASE=1, the set's lease in s):
  * rank R SIGSTOPs itself (the time in $STREAMS_TEST_OUT/stopped) until
  * its lease ran out and its streams went elsewhere, then is resumed
@@ -35,6 +40,7 @@
 
 #include "cohort.h"
 #include "cohort_streams.h"
+#include "proc_child.h"
 
 #define MAX_KEYS 4096
 
@@ -200,6 +206,24 @@ static int shed_phase(struct cohort *c, struct cohort_streams *s, uint64_t n, in
                ? -1 : 0;
 }
 
+/* STREAMS_TEST_KILL_RELAY: the node's relay killed by its first rank;
+ * every rank of the node calls on until it fails (-1). */
+static int relay_victim(struct cohort *c, struct cohort_streams *s)
+{
+    if (cohort_local_rank(c) == 0) {
+        pid_t p = proc_child(getpid(), "cohort-relay");
+        printf("rank %d: killing the relay (pid %d)\n", rank, (int)p);
+        fflush(stdout);
+        if (p > 0)
+            kill(p, SIGKILL);
+    }
+    for (;;) {
+        struct cohort_streams_status st;
+        if (handle(s, true) < 0 || cohort_streams_status(s, &st) != 0)
+            return -1;
+    }
+}
+
 static int run(struct cohort *c, struct cohort_streams *s, int size, const pid_t *pids)
 {
     long n = atol(getenv("STREAMS_TEST_N") ? getenv("STREAMS_TEST_N") : "200");
@@ -223,6 +247,12 @@ static int run(struct cohort *c, struct cohort_streams *s, int size, const pid_t
     }
     if (victim >= 0 && settle(s, (uint64_t)n, (uint64_t)size - 1) < 0)
         return -1;
+    const char *kr = getenv("STREAMS_TEST_KILL_RELAY");
+    int left = kr && *kr && getenv("STREAMS_TEST_LEFT") ? atoi(getenv("STREAMS_TEST_LEFT")) : -1;
+    if (left >= 0 && cohort_node_rank(c) == atoi(kr))
+        return relay_victim(c, s);
+    if (left >= 0 && settle(s, (uint64_t)n, (uint64_t)left) < 0)
+        return -1;
     const char *st = getenv("STREAMS_TEST_STOP");
     if (st && *st && stop_phase(c, s, (uint64_t)n, size, atoi(st), pids) < 0)
         return -1;
@@ -236,7 +266,8 @@ static int run(struct cohort *c, struct cohort_streams *s, int size, const pid_t
     }
     printf("rank %d: ok %d owned\n", rank, n_owned);
     fflush(stdout);
-    return victim >= 0 ? all_done(s, (uint64_t)n, size - 1) : 0;
+    return victim >= 0 ? all_done(s, (uint64_t)n, size - 1)
+           : left >= 0 ? all_done(s, (uint64_t)n, left) : 0;
 }
 
 int main(void)
@@ -265,7 +296,8 @@ int main(void)
         return 1;
     }
     int rc = cohort_streams_close(s);
-    if (getenv("STREAMS_TEST_VICTIM") && *getenv("STREAMS_TEST_VICTIM"))
+    if ((getenv("STREAMS_TEST_VICTIM") && *getenv("STREAMS_TEST_VICTIM")) ||
+        getenv("STREAMS_TEST_KILL_RELAY"))
         return 0; /* the close's barrier fails: the victim is gone */
     if (rc != 0)
         return fail(c);

@@ -106,8 +106,11 @@ static void relay_config(void)
     strcpy(c.host, "gpu-a17.cluster");
     uint8_t nonce[16] = {0xde, 0xad, 0, 1};
     coord_relay_name(nonce, 1, c.name);
-    ok(strcmp(c.name, "cohort-relay-dead0001000000000000000000000000-1") == 0,
-       "the relay's name: %s", c.name);
+    char other[COORD_NAME_MAX + 1];
+    coord_relay_name(nonce, 2, other);
+    ok(strncmp(c.name, "cohort-relay-", 13) == 0 && strlen(c.name) == 13 + 32 &&
+           strcmp(c.name, other) != 0 && strncmp(c.name + 13, other + 13, 8) != 0,
+       "the relays' names: node 1 %s, node 2 %s", c.name, other);
     struct sockaddr_un ua;
     socklen_t alen = coord_relay_addr(c.name, &ua);
     ok(ua.sun_path[0] == 0 && memcmp(ua.sun_path + 1, c.name, strlen(c.name)) == 0 &&

@@ -69,6 +69,7 @@
 
 #include "cohort.h"
 #include "cohort_work.h"
+#include "proc_child.h"
 
 static int rank = -1;
 
@@ -105,38 +106,10 @@ static void record(const char *kind, const uint64_t *ids, long n)
     free(buf);
 }
 
-/* The process named comm (its first 15 bytes) whose parent is parent. */
-static pid_t child_named(pid_t parent, const char *comm)
-{
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    pid_t found = -1;
-    while (d && (e = readdir(d))) {
-        char path[300], stat[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t n = fread(stat, 1, sizeof stat - 1, f);
-        fclose(f);
-        stat[n] = 0;
-        char *close_paren = strrchr(stat, ')');
-        int ppid;
-        char want[20];
-        snprintf(want, sizeof want, "(%.15s)", comm);
-        if (strstr(stat, want) && close_paren &&
-            sscanf(close_paren + 2, "%*c %d", &ppid) == 1 && ppid == parent)
-            found = atoi(e->d_name);
-    }
-    if (d)
-        closedir(d);
-    return found;
-}
-
 /* The coordinator: the cohort-work-coord process whose parent is pid. */
 static pid_t coordinator_of(pid_t parent)
 {
-    return child_named(parent, "cohort-work-coord");
+    return proc_child(parent, "cohort-work-coord");
 }
 
 /* The sockets process p holds (-1: unreadable). */
@@ -161,7 +134,7 @@ static int sockets_of(pid_t p)
 /* COHORT_TEST_SOCKETS: the coordinator's and the relays' sockets. */
 static void print_sockets(void)
 {
-    pid_t relay = child_named(getpid(), "cohort-relay");
+    pid_t relay = proc_child(getpid(), "cohort-relay");
     if (rank == 0)
         printf("rank 0: coordinator sockets: %d\n", sockets_of(coordinator_of(getpid())));
     if (relay > 0)
@@ -265,7 +238,7 @@ static void victim(struct cohort_work *w, struct cohort *c, const pid_t *pids, u
             kill(p, stop ? SIGSTOP : SIGKILL);
     }
     if (strcmp(what, "kill-relay") == 0) {
-        pid_t p = child_named(pids[rank - cohort_local_rank(c)], "cohort-relay");
+        pid_t p = proc_child(pids[rank - cohort_local_rank(c)], "cohort-relay");
         printf("rank %d: killing the relay (pid %d)\n", rank, (int)p);
         fflush(stdout);
         if (p > 0)
