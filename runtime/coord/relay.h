@@ -12,8 +12,10 @@
  * its rank in the header, the coordinator's come down to it, and its closed
  * connection is told up at once (RELAY_GONE); RELAY_DROP closes a rank.
  * It ends when the coordinator closes its connection (every rank is then
- * told so, RELAY_GONE for rank UINT32_MAX, and closed), or when no rank of its node has been connected for the join
- * timeout. A rank's death never ends it: it outlives the rank that
+ * told so, RELAY_GONE for rank UINT32_MAX, and closed), or when no rank of
+ * its node is connected: for twice the join timeout from its start (other
+ * nodes' relays may start that much later), for the join timeout after the
+ * last one left. A rank's death never ends it: it outlives the rank that
  * started it. Its process is named "cohort-relay" (ps, top). */
 #ifndef COHORT_RELAY_H
 #define COHORT_RELAY_H
