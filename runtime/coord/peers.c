@@ -13,7 +13,6 @@ struct peers {
     struct net_conn **relay; /* per node; NULL: none connected */
     uint8_t *on;             /* per rank: 1 joined and not gone; 2 its relay was lost and
                               * the service is being told */
-    uint32_t relays;
 };
 
 int peers_new(const struct coord_config *cfg, const struct peers_ops *ops, struct peers **out,
@@ -57,16 +56,6 @@ void peers_attach(struct peers *p, struct net *net)
     p->net = net;
 }
 
-bool peers_on(const struct peers *p, uint32_t rank)
-{
-    return p->on[rank] == 1;
-}
-
-uint32_t peers_relays(const struct peers *p)
-{
-    return p->relays;
-}
-
 int peers_send(struct peers *p, uint32_t rank, uint16_t op, const void *b, uint32_t len)
 {
     struct net_conn *c = p->relay[p->cfg->rank_node[rank]];
@@ -98,7 +87,6 @@ static void relay_lost(struct peers *p, uint32_t node)
 {
     net_close(p->net, p->relay[node]);
     p->relay[node] = NULL;
-    p->relays--;
     for (uint32_t r = 0; r < p->cfg->size; r++)
         if (p->cfg->rank_node[r] == node && p->on[r])
             p->on[r] = 2; /* gone, not yet told */
@@ -167,7 +155,6 @@ void peers_events(struct peers *p, struct net_event *ev, int n)
             continue;
         }
         p->relay[c->c.node] = c;
-        p->relays++;
     }
     for (int i = 0; i < n; i++) {
         struct net_conn *c = ev[i].c;

@@ -45,9 +45,6 @@ void peers_attach(struct peers *p, struct net *net);
  * joining, their requests, ranks going) and relays lost, in order. */
 void peers_events(struct peers *p, struct net_event *ev, int n);
 
-/* Whether rank is connected (joined and not gone). */
-bool peers_on(const struct peers *p, uint32_t rank);
-
 /* A WIRE_WORK frame to rank, when it is connected, queued on its relay's
  * connection and written with the round's others at the next net_poll: 0,
  * or -1 when out of memory (a dead relay shows as its ranks lost). */
@@ -55,8 +52,5 @@ int peers_send(struct peers *p, uint32_t rank, uint16_t op, const void *b, uint3
 
 /* Closes rank's connection (its relay is told) and calls lost. */
 void peers_drop(struct peers *p, uint32_t rank);
-
-/* Relays connected now. */
-uint32_t peers_relays(const struct peers *p);
 
 #endif

@@ -22,7 +22,7 @@ struct relay {
     struct net_conn *up;       /* to the coordinator */
     struct net_conn **local;   /* per rank of the step: this node's ranks, connected */
     struct addrinfo *addrs;
-    uint32_t ranks, n_local;   /* the node's ranks; connected now */
+    uint32_t n_local;          /* the node's ranks connected now */
     int64_t idle_by;           /* with none connected: the relay ends then */
     bool oom;
 };
@@ -222,9 +222,10 @@ static int serve(struct relay *r, struct cohort_err *err)
 int relay_run(const struct coord_config *cfg, struct cohort_err *err)
 {
     struct relay r = {.cfg = cfg};
+    uint32_t ranks = 0; /* the node's */
     prctl(PR_SET_NAME, "cohort-relay"); /* what ps and top show: not a coordinator */
     for (uint32_t i = 0; i < cfg->size; i++)
-        r.ranks += cfg->rank_node[i] == cfg->node;
+        ranks += cfg->rank_node[i] == cfg->node;
     struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
                          .rank = COORD_AGENT_RANK, .node = cfg->node};
     memcpy(me.view, cfg->view, sizeof me.view);
@@ -232,7 +233,7 @@ int relay_run(const struct coord_config *cfg, struct cohort_err *err)
     int rc = -2;
     char who[48];
     snprintf(who, sizeof who, "the node relay of node %u", cfg->node);
-    if (net_fd_check(r.ranks + 1, who, "of its node's ranks and the coordinator, one connection "
+    if (net_fd_check(ranks + 1, who, "of its node's ranks and the coordinator, one connection "
                      "each", err) < 0)
         return rc;
     if (!(r.local = calloc(cfg->size, sizeof *r.local)))

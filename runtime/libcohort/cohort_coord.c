@@ -24,10 +24,9 @@
 
 extern char **environ;
 
-/* Rank 0: the step's half of the start record, and the coordinator started. */
-static void launch(struct coord_link *l, const struct cohort_self *self,
-                   struct coord_config *cfg, const struct envlist *env, uint16_t *port,
-                   char *why, size_t len)
+/* The step's half of a start record (the coordinator's or a relay's). */
+static void step_half(const struct coord_link *l, const struct cohort_self *self,
+                      struct coord_config *cfg)
 {
     const struct cohort_step *s = self->step;
     cfg->key = l->key;
@@ -37,13 +36,30 @@ static void launch(struct coord_link *l, const struct cohort_self *self,
     cfg->num_nodes = s->num_nodes;
     cfg->rank_node = (uint32_t *)self->rank_node;
     cfg->join_timeout_s = (uint32_t)l->timeout_s;
+    hs_view(s->num_tasks, s->num_nodes, self->rank_node, NULL, 0, cfg->view);
+}
+
+/* cfg's process started (cohort-work-coord, or COHORT_WORK_COORD's path),
+ * as role; the key wiped from cfg after. */
+static void start(const struct coord_link *l, const struct envlist *env,
+                  struct coord_config *cfg, const char *role, pid_t *pid, uint16_t *port,
+                  char *why, size_t len)
+{
+    const char *path = envlist_get(env, "COHORT_WORK_COORD");
+    coord_start(cfg, path && *path ? path : COHORT_WORK_COORD_PATH, role, l->timeout_s, pid,
+                port, why, len);
+    explicit_bzero(&cfg->key, sizeof cfg->key);
+}
+
+/* Rank 0: the step's half of the start record, and the coordinator started. */
+static void launch(struct coord_link *l, const struct cohort_self *self,
+                   struct coord_config *cfg, const struct envlist *env, uint16_t *port,
+                   char *why, size_t len)
+{
+    step_half(l, self, cfg);
     const char *v = envlist_get(env, "COHORT_VERBOSE");
     cfg->verbose = v && *v && strcmp(v, "0") != 0;
-    hs_view(s->num_tasks, s->num_nodes, self->rank_node, NULL, 0, cfg->view);
-    const char *path = envlist_get(env, "COHORT_WORK_COORD");
-    coord_start(cfg, path && *path ? path : COHORT_WORK_COORD_PATH, "work coordinator",
-                l->timeout_s, &l->pid, port, why, len);
-    explicit_bzero(&cfg->key, sizeof cfg->key);
+    start(l, env, cfg, "work coordinator", &l->pid, port, why, len);
 }
 
 /* Every rank: rank 0's port and the relays' nonce (or its failure, the
@@ -82,20 +98,13 @@ static int share_port(struct coord_link *l, const struct cohort_self *self,
 static void start_relay(struct coord_link *l, const struct cohort_self *self,
                         const struct envlist *env, uint16_t port, char *why, size_t len)
 {
-    const struct cohort_step *s = self->step;
-    struct coord_config cfg = {.kind = COORD_RELAY, .key = l->key, .job = s->job_id,
-                               .step = s->step_id, .size = s->num_tasks,
-                               .num_nodes = s->num_nodes, .rank_node = (uint32_t *)self->rank_node,
-                               .join_timeout_s = (uint32_t)l->timeout_s, .port = port,
-                               .node = s->node_id};
-    hs_view(s->num_tasks, s->num_nodes, self->rank_node, NULL, 0, cfg.view);
+    struct coord_config cfg = {.kind = COORD_RELAY, .port = port,
+                               .node = self->step->node_id};
+    step_half(l, self, &cfg);
     snprintf(cfg.host, sizeof cfg.host, "%s", self->master);
-    coord_relay_name(l->nonce, s->node_id, cfg.name);
-    const char *path = envlist_get(env, "COHORT_WORK_COORD");
+    coord_relay_name(l->nonce, cfg.node, cfg.name);
     uint16_t ok;
-    coord_start(&cfg, path && *path ? path : COHORT_WORK_COORD_PATH, "node relay",
-                l->timeout_s, &l->relay_pid, &ok, why, len);
-    explicit_bzero(&cfg.key, sizeof cfg.key);
+    start(l, env, &cfg, "node relay", &l->relay_pid, &ok, why, len);
 }
 
 /* Every rank: each node's relay started by its first rank; a relay that
