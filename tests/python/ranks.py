@@ -195,7 +195,8 @@ def work_stale():
                     stale = work.commit()
                     say(batch=batch, stale=stale, committed=work.committed)
                     continue
-                done += [i for i in batch if i not in work.commit()]
+                lost = set(work.commit())  # once: a second call has no batch to commit
+                done += [i for i in batch if i not in lost]
             if RANK == 0:
                 fifo_tell("go")
             say(done=done)
@@ -300,7 +301,8 @@ def work_give_back():
                     stale = work.give_back()
                     say(given=given, stale=stale)
                     continue
-                done += [i for i in batch if i not in work.commit()]
+                lost = set(work.commit())  # once: a second call has no batch to commit
+                done += [i for i in batch if i not in lost]
             say(done=done, status=list(work.status()))
 
 
