@@ -178,8 +178,8 @@ static void watch_line(const struct journal_summary *s, int tty)
     char eta[32] = "unknown", leased[32] = "?";
     if (p.eta_s >= 0)
         snprintf(eta, sizeof eta, "%.0f s", p.eta_s);
-    if (p.known)
-        snprintf(leased, sizeof leased, "%" PRIu64, s->last.leased);
+    if (p.known) /* once nothing remains no lease counts, whatever the last record said */
+        snprintf(leased, sizeof leased, "%" PRIu64, s->remaining ? s->last.leased : 0);
     uint64_t done = s->committed + s->n_aside;
     printf("%s%" PRIu64 " of %" PRIu64 " committed (%.1f%%), %.0f items/s, ETA %s, %s leased, "
            "%zu set aside%s", tty ? "\r" : "", s->committed, s->n_items,
