@@ -141,6 +141,25 @@ grep -q '^rank 4: killing the relay (pid [1-9]' "$tmp/out" && [ "$named" = 4 ] &
     [ "$(cat "$tmp/o"/owned.* | wc -l)" = 100 ]
 ok $? "a node's relay SIGKILLed: its 4 workers fail naming it, the 4 others own every stream, each once ($named named; owners: $owners; $keys streams owned once; $(summary))"
 
+# Relays in a tree (COHORT_RELAY_FANOUT): at fanout 2 the relays of 8
+# nodes form three levels; at fanout 1 a chain of 4 (node 0's relay dials
+# the coordinator, 1's dials 0's, ...), whose second relay is SIGKILLed:
+# node 1's workers name it as their own, those of nodes 2 and 3 name it on
+# the way, and ranks 0 and 1 own every stream.
+run 16 8 COHORT_RELAY_FANOUT=2
+why=$(judge 200)
+[ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 16 ]
+ok $? "200 streams on 16 workers on 8 nodes, relays in a tree of fanout 2: each owned by exactly one, never two owners ($why; $(summary))"
+
+run 8 4 STREAMS_TEST_N=100 STREAMS_TEST_KILL_RELAY=1 STREAMS_TEST_LEFT=2 COHORT_TIMEOUT=60 COHORT_RELAY_FANOUT=1
+own=$(grep -c "^rank [23]: FAIL: cohort: cohort_streams_.*: this node's relay to the stream coordinator of set 'cams' (.*, relay pid [1-9][0-9]*) is gone (killed?)" "$tmp/out")
+below=$(grep -c "^rank [4-7]: FAIL: cohort: cohort_streams_.*: the relay of node 1, on the way to the stream coordinator of set 'cams' (.*), is gone" "$tmp/out")
+owners=$(ls "$tmp/o" | sed -n 's/^owned\.//p' | sort -n | tr '\n' ' ')
+keys=$(cat "$tmp/o"/owned.* 2>/dev/null | awk '{ print $1 }' | sort | uniq -c | awk '$1 == 1 { n++ } END { print n + 0 }')
+[ "$own" = 2 ] && [ "$below" = 4 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 2 ] &&
+    [ "$owners" = "0 1 " ] && [ "$keys" = 100 ] && [ "$(cat "$tmp/o"/owned.* | wc -l)" = 100 ]
+ok $? "a relay in a chain of 4 SIGKILLed: its node's 2 workers name it, the 4 below name it on the way, ranks 0 and 1 own every stream, each once ($own, $below named; owners: $owners; $(summary))"
+
 run 8 2 STREAMS_TEST_N=100 STREAMS_TEST_STOP=3 STREAMS_TEST_LEASE=1
 why=$(judge 100 -1 3)
 [ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 8 ]

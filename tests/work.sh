@@ -99,6 +99,65 @@ else
     skip "$ranks ranks under a hard limit of $files open files" "the hard limit here is $(ulimit -Hn)"
 fi
 
+# --- the relays' tree ----------------------------------------------------
+# At COHORT_RELAY_FANOUT=2 the relays of 16 nodes form four levels: the
+# coordinator holds the top two (and its listener); the relays of nodes 0
+# to 6 each hold their 4 ranks, the 2 relays below, the one above and 2
+# listeners (Unix and TCP); the 9 others 4 ranks, the one above and 1.
+run 64 16 COHORT_TEST_ITEMS=20000 COHORT_TEST_CAP=16 COHORT_TEST_SOCKETS=1 COHORT_RELAY_FANOUT=2
+why=$(exactly "$tmp/o" 20000)
+coord=$(sed -n 's/^rank 0: coordinator sockets: //p' "$tmp/out")
+relays=$(sed -n 's/^rank [0-9]*: relay sockets: //p' "$tmp/out" | sort | uniq -c | awk '{ printf "%s x %s, ", $1, $2 }')
+[ -z "$why" ] && [ "$(grep -c ': ok ' "$tmp/out")" = 64 ] && [ "$coord" = 3 ] &&
+    [ "$relays" = "9 x 6, 7 x 9, " ]
+ok $? "64 ranks on 16 nodes, relays in a tree of fanout 2 (four levels): 20000 items committed once; the coordinator holds ${coord:-?} sockets, the relays ${relays:-? }($(summary)${why:+; $why})"
+
+# The relay of node 0, between the coordinator and the relays of nodes 2
+# and 3 (and, below 2, of 6 and 7), SIGKILLed: node 0's ranks name their
+# relay, those of nodes 2, 3, 6 and 7 name node 0's relay on the way, the
+# 12 ranks of nodes 1, 4 and 5 finish every item, none committed twice.
+rm -f "$tmp/journal"
+run 32 8 COHORT_TEST_ITEMS=32000 COHORT_TEST_CAP=8 COHORT_TEST_US=200 COHORT_TEST_VICTIM=1 \
+    COHORT_TEST_AT=3 COHORT_TEST_DO=kill-relay COHORT_TEST_JOURNAL="$tmp/journal" COHORT_RELAY_FANOUT=2
+twice=$(cat "$tmp/o"/committed.* | sort -n | uniq -d | head -3 | tr '\n' ' ')
+why=$(journal_done 32000)
+own=$(grep -c "^rank [0-3]: FAIL: cohort: cohort_work_.*: this node's relay to the work coordinator of queue 'q' (.*, relay pid [1-9][0-9]*) is gone (killed?)" "$tmp/out")
+below=$(grep -Ec "^rank (8|9|1[0-5]|2[4-9]|3[01]): FAIL: cohort: cohort_work_.*: the relay of node 0, on the way to the work coordinator of queue 'q' \(.*\), is gone" "$tmp/out")
+[ -z "$twice" ] && [ -z "$why" ] && grep -q '^rank 1: killing the relay (pid [1-9]' "$tmp/out" &&
+    [ "$own" = 4 ] && [ "$below" = 16 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 12 ]
+ok $? "a relay between others SIGKILLed (fanout 2, 8 nodes): its node's 4 ranks name it, the 16 below name it on the way, the 12 others finish every item, none committed twice ($own, $below named; $(summary)${twice:+; committed twice: $twice}${why:+; $why})"
+
+# A relay below the top that cannot start: a stand-in lets the coordinator
+# and the first two relays (the top, at fanout 2 on 4 nodes) run the real
+# program and refuses the relays of nodes 2 and 3; every rank fails with
+# that line, and the coordinator and the top relays are ended by the
+# ranks that started them (none of the pids the stand-in saw is alive).
+mkdir -p "$tmp/tokens"
+cat >"$tmp/deep-refused" <<EOF2
+#!/bin/sh
+echo \$\$ >>"$tmp/started"
+cat >"$tmp/rec.\$\$"
+exec <"$tmp/rec.\$\$"
+rm -f "$tmp/rec.\$\$"
+if [ "\$(od -An -tu1 -j7 -N1 /dev/stdin | tr -d ' ')" = 3 ]; then
+    i=0
+    while ! mkdir "$tmp/tokens/\$i" 2>/dev/null; do i=\$((i + 1)); done
+    [ "\$i" -ge 2 ] && { echo "error refused by the test's stand-in"; exit 2; }
+fi
+exec "$COHORT_WORK_COORD"
+EOF2
+chmod +x "$tmp/deep-refused"
+rm -f "$tmp/started"
+run 8 4 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/deep-refused" COHORT_RELAY_FANOUT=2
+alive=$(for p in $(cat "$tmp/started" 2>/dev/null); do kill -0 "$p" 2>/dev/null && echo "$p"; done | tr '\n' ' ')
+[ "$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': refused by the test's stand-in" "$tmp/out")" = 8 ] &&
+    [ "$(wc -l <"$tmp/started")" = 5 ] && [ -z "$alive" ]
+ok $? "a relay below the top that cannot start: every rank fails with its line; the coordinator and the top relays it started are gone ($(wc -l <"$tmp/started") started${alive:+, alive: $alive}; $(summary))"
+
+run 4 2 COHORT_TEST_ITEMS=100 COHORT_RELAY_FANOUT=0x10
+[ "$(grep -c "FAIL: cohort: cohort_work_open: .*COHORT_RELAY_FANOUT='0x10' is not a number from 1 to 65536: give one, or unset it for the default (128)" "$tmp/out")" = 4 ]
+ok $? "COHORT_RELAY_FANOUT=0x10: every rank fails at open with rank 0's line naming it ($(summary))"
+
 # --- workers killed at random leases -----------------------------------
 bad=0 first=""
 i=0

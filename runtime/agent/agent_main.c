@@ -121,7 +121,7 @@ static int start_holder(struct agent *a, const struct envlist *env, struct cohor
     uint16_t port = 0;
     char why[COHORT_ERR_LEN - 40];
     coord_start(&cfg, path && *path ? path : COHORT_WORK_COORD_PATH, "store holder",
-                a->timeout_s, &a->holder, &port, why, sizeof why);
+                a->timeout_s, &a->holder, &port, NULL, why, sizeof why);
     explicit_bzero(&cfg.key, sizeof cfg.key);
     return port ? 0 : cohort_fail(err, "the step's store holder: %s", why);
 }

@@ -1,5 +1,5 @@
 /* coord_config.c - the coordinator's start record (coord_config.h):
- * "CWC5", then big-endian fields and length-prefixed strings. */
+ * "CWC6", then big-endian fields and length-prefixed strings. */
 #include "coord_config.h"
 
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include "wire.h"
 #include "work_msg.h"
 
-#define MAGIC "CWC5"
+#define MAGIC "CWC6"
 
 struct writer {
     uint8_t *p;
@@ -68,6 +68,7 @@ static void write_all(struct writer *w, const struct coord_config *c)
     put32(w, c->port);
     put32(w, c->node);
     put_str(w, c->host);
+    put32(w, c->fanout);
     put32(w, c->verbose);
     put_str(w, c->name);
     put_str(w, c->journal);
@@ -165,7 +166,9 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
         r.bad = true;
     c->node = take32(&r);
     take_str(&r, c->host, sizeof c->host - 1);
-    if (c->kind == COORD_RELAY && c->node >= c->num_nodes)
+    c->fanout = take32(&r);
+    if ((c->kind == COORD_RELAY && c->node >= c->num_nodes) ||
+        (c->kind != COORD_STORE && (c->fanout < 1 || c->fanout > COORD_MAX_FANOUT)))
         r.bad = true;
     c->verbose = take32(&r) != 0;
     take_str(&r, c->name, COORD_NAME_MAX);
@@ -185,13 +188,52 @@ void coord_config_free(struct coord_config *c)
     auth_key_clear(&c->key);
 }
 
+uint32_t coord_relay_up(const struct coord_config *c, uint32_t node)
+{
+    uint32_t p = node / c->fanout;
+    return p == 0 ? COORD_TOP : p - 1;
+}
+
+uint32_t coord_relay_kids(const struct coord_config *c, uint32_t node)
+{
+    uint64_t first = (node == COORD_TOP ? 0 : (uint64_t)node + 1) * c->fanout;
+    return first >= c->num_nodes ? 0
+           : c->num_nodes - first < c->fanout ? (uint32_t)(c->num_nodes - first) : c->fanout;
+}
+
+uint32_t coord_relay_toward(const struct coord_config *c, uint32_t from, uint32_t node)
+{
+    while (node < c->num_nodes) {
+        uint32_t up = coord_relay_up(c, node);
+        if (up == from)
+            return node;
+        node = up;
+    }
+    return UINT32_MAX;
+}
+
+uint32_t coord_relay_depth(const struct coord_config *c, uint32_t node)
+{
+    uint32_t d = 0;
+    while ((node = coord_relay_up(c, node)) != COORD_TOP)
+        d++;
+    return d;
+}
+
+uint32_t coord_relay_levels(const struct coord_config *c)
+{
+    return coord_relay_depth(c, c->num_nodes - 1) + 1;
+}
+
 bool coord_config_has_rank(const struct coord_config *c, const struct hs_hello *h)
 {
     if (memcmp(h->view, c->view, HS_VIEW_LEN) != 0)
         return false;
-    if (c->kind != COORD_RELAY)
-        return h->rank == COORD_AGENT_RANK && h->node < c->num_nodes;
-    return h->rank < c->size && c->rank_node[h->rank] == h->node && h->node == c->node;
+    if (h->rank == COORD_AGENT_RANK && h->node < c->num_nodes)
+        return c->kind == COORD_STORE ||
+               coord_relay_up(c, h->node) == (c->kind == COORD_RELAY ? c->node : COORD_TOP);
+    return c->kind == COORD_RELAY && h->rank < c->size && c->rank_node[h->rank] == h->node &&
+           h->node == c->node;
 }
 
 void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1])

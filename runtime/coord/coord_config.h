@@ -34,6 +34,14 @@ enum coord_kind {
  * node's). */
 #define COORD_AGENT_RANK 0xfffffffeu
 
+/* The relays of a queue's or stream set's step form a tree of nodes, as
+ * the bootstrap's leaders do: the coordinator accepts the relays of nodes
+ * 0 to fanout-1, the relay of node j those of nodes (j+1)*fanout to
+ * (j+1)*fanout + fanout-1. COORD_TOP stands for the coordinator. */
+#define COORD_TOP UINT32_MAX
+#define COORD_DEFAULT_FANOUT 128u
+#define COORD_MAX_FANOUT 65536u
+
 struct coord_config {
     enum coord_kind kind;
     struct auth_key key;
@@ -49,12 +57,35 @@ struct coord_config {
     uint16_t port;                /* the port to listen on; 0: one the kernel picks; a
                                    * relay: its coordinator's */
     uint32_t node;                /* a relay: its node */
-    char host[256];               /* a relay: its coordinator's host */
+    char host[256];               /* a relay: the host it dials, its coordinator's or its
+                                   * parent relay's (port: that one's) */
+    uint32_t fanout;              /* relays below the coordinator, and below each relay
+                                   * (queues and stream sets; 1 to COORD_MAX_FANOUT) */
     bool verbose;
     char name[COORD_NAME_MAX + 1]; /* what is served; a relay: its socket's name */
     char journal[COORD_PATH_MAX + 1]; /* "": none */
     char output[COORD_PATH_MAX + 1];  /* a queue's results' directory; "": none */
 };
+
+/* The node whose relay node's relay dials, or COORD_TOP. */
+uint32_t coord_relay_up(const struct coord_config *cfg, uint32_t node);
+
+/* How many relays dial node's (COORD_TOP: the coordinator). */
+uint32_t coord_relay_kids(const struct coord_config *cfg, uint32_t node);
+
+/* The relay below from's (COORD_TOP: the coordinator) whose subtree holds
+ * node (node's own relay when it dials from's), or UINT32_MAX when node is
+ * not below from. */
+uint32_t coord_relay_toward(const struct coord_config *cfg, uint32_t from, uint32_t node);
+
+/* How many relays are between node's and the coordinator. */
+uint32_t coord_relay_depth(const struct coord_config *cfg, uint32_t node);
+
+/* The levels of the relays' tree (1 up to fanout nodes). They start one
+ * after the other, each within the join timeout, and the ranks come after
+ * the last: the coordinator waits for the ranks, and a relay for anything
+ * below it, (levels + 1) join timeouts from its start. */
+uint32_t coord_relay_levels(const struct coord_config *cfg);
 
 /* The record of cfg, malloc'd into *out (*len bytes). -1 when out of memory. */
 int coord_config_encode(const struct coord_config *cfg, uint8_t **out, size_t *len);
@@ -66,9 +97,9 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *cfg,
 void coord_config_free(struct coord_config *cfg);
 
 /* Whether a proven hello comes from one of cfg's peers, with the step's
- * view: a coordinator's (queue, stream set, store) are the node relays or
- * agents (COORD_AGENT_RANK) of the step's nodes; a relay's, the ranks of
- * its node. */
+ * view: a store's are the node agents (COORD_AGENT_RANK) of the step's
+ * nodes; a queue's or stream set's the relays (COORD_AGENT_RANK) that dial
+ * it; a relay's, the ranks of its node and the relays that dial it. */
 bool coord_config_has_rank(const struct coord_config *cfg, const struct hs_hello *h);
 
 /* The name of node's relay to the coordinator that nonce (16 random

@@ -1,9 +1,10 @@
 /* coord_main.c - cohort-work-coord, the coordinator's process. Started by
  * one rank of the step (cohort_work_open, cohort_streams_open), never a
  * part of a worker: it reads its start record (coord_config.h) from
- * standard input, checks that a connection per node (its relay's) fits
- * under its open-file limit (the soft one raised to the hard one), listens
- * on a TCP port of its own (any address, a port the kernel picks), writes
+ * standard input, checks that a connection per relay at the top of
+ * the relays' tree (coord_config.h) fits under its open-file limit (the
+ * soft one raised to the hard one), listens on a TCP port of its own (any
+ * address, a port the kernel picks), writes
  * that port as one line on standard output ("error WHY" when it cannot
  * start), and serves the queue (coord.h), the stream set (scoord.h) or the
  * step's store (store_holder.h, on the port its record names) until it is
@@ -56,51 +57,6 @@ static int read_record(uint8_t **out, size_t *len)
     return 0;
 }
 
-/* A listening TCP socket on every address (IPv6 with IPv4 mapped where
- * the host has IPv6), on *port, or when it is 0 a port the kernel picks. */
-static int listen_any(uint16_t *port, struct cohort_err *err)
-{
-    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
-                              .sin6_port = htons(*port)};
-    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY),
-                             .sin_port = htons(*port)};
-    int off = 0, on = 1;
-    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    /* a given port: free again while the connections of a step before
-     * linger in TIME_WAIT (a port another socket listens on stays taken) */
-    if (fd >= 0 && *port)
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    if (fd >= 0 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||
-                    bind(fd, (struct sockaddr *)&a6, sizeof a6) < 0)) {
-        close(fd);
-        fd = -1;
-    }
-    if (fd < 0) {
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd >= 0 && *port)
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-        if (fd >= 0 && bind(fd, (struct sockaddr *)&a4, sizeof a4) < 0) {
-            close(fd);
-            fd = -1;
-        }
-    }
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    if (fd < 0 || listen(fd, 4096) < 0 || getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        if (*port)
-            return cohort_fail(err, "cannot listen on TCP port %u: %s (another process "
-                               "holds it: choose other ports with plugstack port_range=LO-HI, or "
-                               "srun --resv-ports)", *port, strerror(e));
-        return cohort_fail(err, "cannot listen on a TCP port: %s", strerror(e));
-    }
-    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                           : ((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
 /* The start record into cfg. */
 static int record(struct coord_config *cfg, struct cohort_err *err)
 {
@@ -123,11 +79,11 @@ static int listen_and_tell(const struct coord_config *cfg, const struct net_ops 
     memcpy(me.view, cfg->view, sizeof me.view);
     uint16_t port = cfg->port;
     int fd;
-    if (net_new(&me, ops, net, err) < 0 || (fd = listen_any(&port, err)) < 0)
+    if (net_new(&me, ops, net, err) < 0 || (fd = coord_listen_any(&port, err)) < 0)
         return -1;
     if (net_listen(*net, fd, false, err) < 0)
         return -1;
-    return coord_started(port, err);
+    return coord_started(port, NULL, err);
 }
 
 /* A work queue: 0 every item done, 1 workers left before, -1 failed, -2
@@ -203,8 +159,9 @@ int main(void)
     struct cohort_err err;
     int rc = -2;
     ignore_warnings();
-    /* every node's relay holds a connection of its own: when they cannot
-     * all fit, every rank is told at once, not left out until its deadline */
+    /* every relay at the top of the relays' tree holds a connection of its
+     * own: when they cannot all fit, every rank is told at once, not left
+     * out until its deadline */
     int got = record(&cfg, &err);
     if (got == 0 && cfg.kind == COORD_RELAY) {
         rc = relay_run(&cfg, &err);
@@ -213,7 +170,7 @@ int main(void)
                          &err) == 0)
             rc = store(&cfg, &err);
     } else if (got == 0 &&
-               net_fd_check(cfg.num_nodes, "the work coordinator",
+               net_fd_check(coord_relay_kids(&cfg, COORD_TOP), "the work coordinator",
                             "node relays, one connection each", &err) == 0) {
         rc = cfg.kind == COORD_STREAMS ? streams(&cfg, &err) : queue(&cfg, &err);
     }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -118,9 +119,9 @@ static int spawn(pid_t *pid, const char *path, int in, int out)
     return e;
 }
 
-int coord_started(unsigned port, struct cohort_err *err)
+int coord_started(unsigned port, const char *addr, struct cohort_err *err)
 {
-    if (printf("%u\n", port) < 0 || fflush(stdout) != 0)
+    if (printf("%u%s%s\n", port, addr ? " " : "", addr ? addr : "") < 0 || fflush(stdout) != 0)
         return cohort_fail(err, "cannot tell the starting rank it listens");
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null >= 0) {
@@ -150,8 +151,10 @@ void coord_end(pid_t *pid)
 }
 
 void coord_start(const struct coord_config *cfg, const char *path, const char *role,
-                 int timeout_s, pid_t *pid, uint16_t *port, char *why, size_t len)
+                 int timeout_s, pid_t *pid, uint16_t *port, char addr[COORD_ADDR_LEN],
+                 char *why, size_t len)
 {
+    char a[COORD_ADDR_LEN] = "";
     uint8_t *rec = NULL;
     size_t rec_len = 0;
     int in[2] = {-1, -1}, out[2] = {-1, -1};
@@ -176,7 +179,7 @@ void coord_start(const struct coord_config *cfg, const char *path, const char *r
     unsigned p;
     if (rc == 0 && strncmp(line, "error ", 6) == 0)
         snprintf(why, len, "%.*s", (int)len - 1, line + 6);
-    else if (rc == 0 && sscanf(line, "%u", &p) == 1 && p > 0 && p < 65536)
+    else if (rc == 0 && sscanf(line, "%u %255s", &p, a) >= 1 && p > 0 && p < 65536)
         *port = (uint16_t)p;
     else if (rc == -2)
         snprintf(why, len, "the %s %s did not start within %d s (stopped, or its node "
@@ -186,6 +189,8 @@ void coord_start(const struct coord_config *cfg, const char *path, const char *r
     if (!*port && *pid > 0)
         coord_end(pid);
 done:
+    if (addr)
+        memcpy(addr, a, sizeof a);
     if (rec)
         explicit_bzero(rec, rec_len);
     free(rec);
@@ -197,3 +202,45 @@ done:
     }
 }
 
+int coord_listen_any(uint16_t *port, struct cohort_err *err)
+{
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
+                              .sin6_port = htons(*port)};
+    struct sockaddr_in a4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY),
+                             .sin_port = htons(*port)};
+    int off = 0, on = 1;
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    /* a given port: free again while the connections of a step before
+     * linger in TIME_WAIT (a port another socket listens on stays taken) */
+    if (fd >= 0 && *port)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (fd >= 0 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||
+                    bind(fd, (struct sockaddr *)&a6, sizeof a6) < 0)) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && *port)
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        if (fd >= 0 && bind(fd, (struct sockaddr *)&a4, sizeof a4) < 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (fd < 0 || listen(fd, 4096) < 0 || getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        if (*port)
+            return cohort_fail(err, "cannot listen on TCP port %u: %s (another process "
+                               "holds it: choose other ports with plugstack port_range=LO-HI, or "
+                               "srun --resv-ports)", *port, strerror(e));
+        return cohort_fail(err, "cannot listen on a TCP port: %s", strerror(e));
+    }
+    *port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                           : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}

@@ -15,17 +15,27 @@
 #include "coord_config.h"
 #include "error.h"
 
-/* Starts path for cfg; role names it in messages ("work coordinator").
- * *port and *pid, or *port 0 with why (the process ended, *pid 0 unless
- * it could not be reaped within the deadline). */
-void coord_start(const struct coord_config *cfg, const char *path, const char *role,
-                 int timeout_s, pid_t *pid, uint16_t *port, char *why, size_t len);
+#define COORD_ADDR_LEN 256 /* an address or host name and its NUL */
 
-/* The started process's side: writes its line (port; a relay 1) on
+/* Starts path for cfg; role names it in messages ("work coordinator").
+ * *port and *pid (and, when addr is not NULL, the address a relay told,
+ * else ""), or *port 0 with why (the process ended, *pid 0 unless it
+ * could not be reaped within the deadline). */
+void coord_start(const struct coord_config *cfg, const char *path, const char *role,
+                 int timeout_s, pid_t *pid, uint16_t *port, char addr[COORD_ADDR_LEN],
+                 char *why, size_t len);
+
+/* The started process's side: writes its line (its port; a relay's, the
+ * port its relays below dial or 1, and addr, where it is reached) on
  * standard output, then points standard input and output at /dev/null
  * (the starting rank may go: nothing more for it to read). 0, or -1 with
  * err. */
-int coord_started(unsigned port, struct cohort_err *err);
+int coord_started(unsigned port, const char *addr, struct cohort_err *err);
+
+/* A listening TCP socket on every address (IPv6 with IPv4 mapped where
+ * the host has IPv6), on *port, or when it is 0 a port the kernel picks
+ * (then in *port): the descriptor, or -1 with err. */
+int coord_listen_any(uint16_t *port, struct cohort_err *err);
 
 /* Ends a started coordinator's process group with SIGKILL (a stopped one
  * takes it too) and reaps it, so that nothing it holds outlives it; waits

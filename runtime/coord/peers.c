@@ -1,6 +1,6 @@
 /* peers.c - a coordinator's ranks through the node relays (peers.h):
- * one connection per node, ranks joining and going as the relays say,
- * their frames handed to the service by rank. */
+ * one connection per relay of the tree's top, ranks joining and going as
+ * the relays say, their frames handed to the service by rank. */
 #include "peers.h"
 
 #include <stdio.h>
@@ -10,7 +10,8 @@ struct peers {
     const struct coord_config *cfg;
     const struct peers_ops *ops;
     struct net *net;
-    struct net_conn **relay; /* per node; NULL: none connected */
+    struct net_conn **relay; /* per node of the tree's top; NULL: none connected */
+    uint32_t *top;           /* per rank: the node of the top relay it comes through */
     uint8_t *on;             /* per rank: 1 joined and not gone; 2 its relay was lost and
                               * the service is being told */
 };
@@ -21,8 +22,10 @@ int peers_new(const struct coord_config *cfg, const struct peers_ops *ops, struc
     struct peers *p = calloc(1, sizeof *p);
     *out = p;
     if (!p || !(p->relay = calloc(cfg->num_nodes, sizeof *p->relay)) ||
-        !(p->on = calloc(cfg->size, 1)))
+        !(p->on = calloc(cfg->size, 1)) || !(p->top = malloc(sizeof *p->top * cfg->size)))
         return cohort_fail(err, "out of memory");
+    for (uint32_t r = 0; r < cfg->size; r++)
+        p->top[r] = coord_relay_toward(cfg, COORD_TOP, cfg->rank_node[r]);
     p->cfg = cfg;
     p->ops = ops;
     return 0;
@@ -33,6 +36,7 @@ void peers_free(struct peers *p)
     if (!p)
         return;
     free(p->relay);
+    free(p->top);
     free(p->on);
     free(p);
 }
@@ -58,7 +62,7 @@ void peers_attach(struct peers *p, struct net *net)
 
 int peers_send(struct peers *p, uint32_t rank, uint16_t op, const void *b, uint32_t len)
 {
-    struct net_conn *c = p->relay[p->cfg->rank_node[rank]];
+    struct net_conn *c = p->relay[p->top[rank]];
     if (p->on[rank] != 1 || !c)
         return 0;
     return net_queue(c, WIRE_WORK, op, rank, b, len);
@@ -72,7 +76,7 @@ static void gone(struct peers *p, uint32_t rank)
 
 void peers_drop(struct peers *p, uint32_t rank)
 {
-    struct net_conn *c = p->relay[p->cfg->rank_node[rank]];
+    struct net_conn *c = p->relay[p->top[rank]];
     if (p->on[rank] != 1)
         return;
     if (c)
@@ -80,7 +84,8 @@ void peers_drop(struct peers *p, uint32_t rank)
     gone(p, rank);
 }
 
-/* The relay of node is gone: so is every rank it carried. Every one is
+/* The relay of node is gone: so is every rank it carried (its node's and
+ * those of the relays below it). Every one is
  * off before the service hears of the first (what it sends on a loss,
  * a stream set's handoffs, must not go to another of them). */
 static void relay_lost(struct peers *p, uint32_t node)
@@ -88,7 +93,7 @@ static void relay_lost(struct peers *p, uint32_t node)
     net_close(p->net, p->relay[node]);
     p->relay[node] = NULL;
     for (uint32_t r = 0; r < p->cfg->size; r++)
-        if (p->cfg->rank_node[r] == node && p->on[r])
+        if (p->top[r] == node && p->on[r])
             p->on[r] = 2; /* gone, not yet told */
     for (uint32_t r = 0; r < p->cfg->size; r++)
         if (p->on[r] == 2)
@@ -99,7 +104,7 @@ static void relay_lost(struct peers *p, uint32_t node)
 static int take(struct peers *p, uint32_t node, const struct wire_frame *f)
 {
     uint32_t r = f->rank;
-    if (r >= p->cfg->size || p->cfg->rank_node[r] != node)
+    if (r >= p->cfg->size || p->top[r] != node)
         return -1;
     if (f->type == WIRE_WORK) {
         if (p->on[r] && p->ops->frame(p->ops->ctx, r, f) < 0)

@@ -1,10 +1,11 @@
 /* peers.h - a queue's or stream set's coordinator's workers, as it sees
  * them through the node relays (relay.h): one authenticated connection
- * per node, not per rank. A relay tells of each of its ranks joining
+ * per relay at the top of the relays' tree (at most the fanout, however
+ * many nodes), not per rank. A relay tells of each rank below it joining
  * (RELAY_JOIN) and going (RELAY_GONE), and carries their WIRE_WORK frames
  * with the rank in the header, both ways. A relay's death is the loss of
- * every rank it carried; a relay that speaks for a rank of another node,
- * or sends what is not a frame of this protocol, is closed as dead (one
+ * every rank it carried; a relay that speaks for a rank not below it, or
+ * sends what is not a frame of this protocol, is closed as dead (one
  * line). The coordinator's services (coord.c, scoord.c) see ranks only. */
 #ifndef COHORT_PEERS_H
 #define COHORT_PEERS_H

@@ -1,8 +1,12 @@
-/* relay.c - a node relay (relay.h): the coordinator dialed, the node's
- * Unix socket served, frames carried both ways by rank. */
+/* relay.c - a node relay (relay.h): its parent (the coordinator or the
+ * relay above) dialed, the node's Unix socket and the relays below served,
+ * frames carried both ways by rank. */
 #include "relay.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +19,24 @@
 #include "wire.h"
 
 #define RELAY_WAIT_MS 1000 /* the longest poll: the idle deadline looked at this often */
+#define NO_NODE UINT32_MAX
 
 struct relay {
     const struct coord_config *cfg;
     struct net *net;
-    struct net_conn *up;       /* to the coordinator */
+    struct net_conn *up;       /* to the coordinator, or the relay above */
     struct net_conn **local;   /* per rank of the step: this node's ranks, connected */
+    struct net_conn **kid;     /* per relay below: connected */
+    uint32_t *via;             /* per rank below: the node of the relay below it joined
+                                * through, NO_NODE when not joined */
     struct addrinfo *addrs;
-    uint32_t n_local;          /* the node's ranks connected now */
-    int64_t idle_by;           /* with none connected: the relay ends then */
+    uint32_t first_kid, n_kids; /* the nodes of the relays below: first_kid, ... */
+    uint32_t n_local, kids_on; /* connected now */
+    uint32_t gone_node;        /* the relay above said the way up closed there (NO_NODE:
+                                * at the coordinator) */
+    bool heard;                /* ... and it did say so */
+    bool broken;               /* the one above broke the protocol */
+    int64_t idle_by;           /* with nothing connected: the relay ends then */
     bool oom;
 };
 
@@ -32,24 +45,61 @@ static enum net_admit admit(void *ctx, const struct hs_hello *h, struct cohort_e
     struct relay *r = ctx;
     if (!coord_config_has_rank(r->cfg, h))
         return NET_DROP;
-    if (r->local[h->rank]) {
+    if (h->rank == COORD_AGENT_RANK ? r->kid[h->node - r->first_kid] != NULL
+                                    : r->local[h->rank] != NULL) {
         cohort_fail_code(why, COHORT_E_CONFIG,
-                         "rank %u is connected to its node's relay already (two tasks with one "
-                         "SLURM_PROCID?)", h->rank);
+                         h->rank == COORD_AGENT_RANK
+                             ? "the relay of node %u is connected already (two relays for a node?)"
+                             : "rank %u is connected to its node's relay already (two tasks "
+                               "with one SLURM_PROCID?)",
+                         h->rank == COORD_AGENT_RANK ? h->node : h->rank);
         return NET_REFUSE;
     }
     return NET_ADMIT;
 }
 
-static void send_up(struct relay *r, enum wire_type type, uint16_t op, uint32_t rank,
-                    const void *p, uint32_t len)
+static void send_on(struct relay *r, struct net_conn *c, enum wire_type type, uint16_t op,
+                    uint32_t rank, const void *p, uint32_t len)
 {
-    if (net_queue(r->up, type, op, rank, p, len) < 0)
+    if (net_queue(c, type, op, rank, p, len) < 0)
         r->oom = true;
 }
 
-/* The coordinator, reached by the join deadline. */
-static int dial_up(struct relay *r, struct cohort_err *err)
+/* Whether ss is a loopback address (IPv4's 127/8, ::1, or 127/8 mapped). */
+static bool loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return ss->ss_family == AF_INET6 &&
+           (IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127));
+}
+
+/* Where the relays below reach this one: the local address of its
+ * connection up, the node's address toward the one above; or, when that
+ * is a loopback address at the top (the coordinator on this very host,
+ * reached through lo), the coordinator's host as every rank was given it
+ * (MASTER_ADDR, which every node reaches). */
+static int own_addr(struct relay *r, char addr[COORD_ADDR_LEN], struct cohort_err *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    int g = getsockname(r->up->c.fd, (struct sockaddr *)&ss, &sl) < 0 ? EAI_SYSTEM
+            : getnameinfo((struct sockaddr *)&ss, sl, addr, COORD_ADDR_LEN, NULL, 0,
+                          NI_NUMERICHOST);
+    if (g != 0)
+        return cohort_fail(err, "the node relay of node %u cannot tell its own address: %s",
+                           r->cfg->node, g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
+    if (loopback(&ss) && coord_relay_up(r->cfg, r->cfg->node) == COORD_TOP)
+        snprintf(addr, COORD_ADDR_LEN, "%s", r->cfg->host);
+    return 0;
+}
+
+/* The coordinator or the relay above, reached within half the join
+ * timeout (the starting rank waits the whole of it for the relay's line:
+ * a relay that cannot reach it says why first); the address where the
+ * relays below reach this one in addr. */
+static int dial_up(struct relay *r, char addr[COORD_ADDR_LEN], struct cohort_err *err)
 {
     const struct coord_config *cfg = r->cfg;
     char ps[8];
@@ -59,28 +109,25 @@ static int dial_up(struct relay *r, struct cohort_err *err)
     if (g != 0)
         return cohort_fail(err, "the node relay of node %u cannot resolve %s: %s", cfg->node,
                            cfg->host, gai_strerror(g));
+    uint32_t above = coord_relay_up(cfg, cfg->node);
+    int wait_s = cfg->join_timeout_s > 1 ? (int)cfg->join_timeout_s / 2 : 1;
     struct net_target t = {.addrs = r->addrs, .port = cfg->port, .listening = true,
-                           .timeout_s = (int)cfg->join_timeout_s, .role = "work coordinator"};
-    snprintf(t.name, sizeof t.name, "the coordinator at %.100s:%u", cfg->host, cfg->port);
-    long long end = net_now_ms() + (long long)cfg->join_timeout_s * 1000;
-    if (!(r->up = net_dial(r->net, &t, end)))
-        return cohort_fail(err, "out of memory");
-    while (r->up->state != NET_READY) {
-        struct net_event *ev;
-        long long left = end - net_now_ms();
-        int n = net_poll(r->net, left > 0 ? (int)left : 0, &ev, err);
-        if (n < 0)
-            return -1;
-        for (int i = 0; i < n; i++)
-            if (ev[i].what & NET_EV_FAILED)
-                return cohort_fail(err, "the node relay of node %u: %s", cfg->node,
-                                   net_dial_error(r->up)->msg);
-    }
-    return 0;
+                           .timeout_s = wait_s,
+                           .role = above == COORD_TOP ? "work coordinator" : "node relay"};
+    if (above == COORD_TOP)
+        snprintf(t.name, sizeof t.name, "the coordinator at %.100s:%u", cfg->host, cfg->port);
+    else
+        snprintf(t.name, sizeof t.name, "the relay of node %u at %.100s:%u", above, cfg->host,
+                 cfg->port);
+    struct cohort_err e;
+    if (!(r->up = net_dial_wait(r->net, &t, net_now_ms() + (long long)wait_s * 1000, &e)))
+        return cohort_fail(err, "the node relay of node %u: %s", cfg->node, e.msg);
+    return own_addr(r, addr, err);
 }
 
-/* The node's Unix socket, served; "1" told to the starting rank. */
-static int listen_local(struct relay *r, struct cohort_err *err)
+/* The node's Unix socket and, with relays below, a TCP port for them,
+ * served; the port and addr told to the starting rank. */
+static int listen_all(struct relay *r, const char *addr, struct cohort_err *err)
 {
     struct sockaddr_un ua;
     socklen_t len = coord_relay_addr(r->cfg->name, &ua);
@@ -94,7 +141,20 @@ static int listen_local(struct relay *r, struct cohort_err *err)
     }
     if (net_listen(r->net, fd, true, err) < 0)
         return -1;
-    return coord_started(1, err);
+    uint16_t port = 0;
+    if (r->n_kids && ((fd = coord_listen_any(&port, err)) < 0 ||
+                      net_listen(r->net, fd, false, err) < 0))
+        return -1;
+    return coord_started(r->n_kids ? port : 1, addr, err);
+}
+
+/* Nothing connected any more: the relay ends after the join timeout (or
+ * the start's deadline, when that is later). */
+static void maybe_idle(struct relay *r)
+{
+    int64_t by = net_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
+    if (r->n_local == 0 && r->kids_on == 0 && by > r->idle_by)
+        r->idle_by = by;
 }
 
 /* A rank's connection closed, the rank broke the protocol, or the
@@ -104,9 +164,24 @@ static void local_gone(struct relay *r, uint32_t rank)
 {
     net_close(r->net, r->local[rank]);
     r->local[rank] = NULL;
-    if (--r->n_local == 0)
-        r->idle_by = net_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
-    send_up(r, WIRE_RELAY, RELAY_GONE, rank, NULL, 0);
+    r->n_local--;
+    maybe_idle(r);
+    send_on(r, r->up, WIRE_RELAY, RELAY_GONE, rank, NULL, 0);
+}
+
+/* The relay below of node kid closed or broke the protocol: every rank
+ * that joined through it is gone, up. */
+static void kid_gone(struct relay *r, uint32_t kid)
+{
+    net_close(r->net, r->kid[kid - r->first_kid]);
+    r->kid[kid - r->first_kid] = NULL;
+    r->kids_on--;
+    maybe_idle(r);
+    for (uint32_t i = 0; i < r->cfg->size; i++)
+        if (r->via[i] == kid) {
+            r->via[i] = NO_NODE;
+            send_on(r, r->up, WIRE_RELAY, RELAY_GONE, i, NULL, 0);
+        }
 }
 
 /* Every whole frame of rank's connection c, up. */
@@ -117,7 +192,7 @@ static void from_rank(struct relay *r, struct net_conn *c, uint32_t rank)
     int got;
     while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0 &&
            f.type == WIRE_WORK) {
-        send_up(r, WIRE_WORK, f.flags, rank, f.payload, f.len);
+        send_on(r, r->up, WIRE_WORK, f.flags, rank, f.payload, f.len);
         conn_consume(&c->c, &f);
     }
     if (got == 0)
@@ -127,60 +202,148 @@ static void from_rank(struct relay *r, struct net_conn *c, uint32_t rank)
     local_gone(r, rank);
 }
 
-/* Every whole frame of the coordinator, down: 0, or -1 when it broke the
- * protocol (the relay ends). */
+/* One frame of the relay below of node kid, up: 0, or -1 when it is not
+ * one for a rank below that relay, or not in order (a rank joins once, and
+ * sends and goes only while joined): that relay alone is then lost, not
+ * every rank of the way up. */
+static int kid_frame(struct relay *r, uint32_t kid, const struct wire_frame *f)
+{
+    uint32_t rank = f->rank;
+    if (rank >= r->cfg->size ||
+        coord_relay_toward(r->cfg, r->cfg->node, r->cfg->rank_node[rank]) != kid)
+        return -1;
+    if (f->type == WIRE_RELAY && f->len == 0 && f->flags == RELAY_JOIN &&
+        r->via[rank] == NO_NODE)
+        r->via[rank] = kid;
+    else if (f->type == WIRE_RELAY && f->len == 0 && f->flags == RELAY_GONE &&
+             r->via[rank] == kid)
+        r->via[rank] = NO_NODE;
+    else if (f->type != WIRE_WORK || r->via[rank] != kid)
+        return -1; /* a second JOIN, a GONE or a request of a rank not joined */
+    send_on(r, r->up, f->type, f->flags, rank, f->payload, f->len);
+    return 0;
+}
+
+/* Every whole frame of the relay below of node kid, up. */
+static void from_kid(struct relay *r, struct net_conn *c, uint32_t kid)
+{
+    struct wire_frame f;
+    struct cohort_err e;
+    int got;
+    while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
+        if (kid_frame(r, kid, &f) < 0) {
+            got = -1;
+            snprintf(e.msg, sizeof e.msg, "a %s frame for rank %u, against the protocol",
+                     wire_type_name(f.type), f.rank);
+            break;
+        }
+        conn_consume(&c->c, &f);
+    }
+    if (got == 0)
+        return;
+    fprintf(stderr, "cohort: node relay of node %u: the relay of node %u sent %s: its "
+                    "connection is closed and its ranks are lost\n", r->cfg->node, kid, e.msg);
+    kid_gone(r, kid);
+}
+
+/* One frame from above for rank f->rank, where it goes: this node's rank,
+ * or the relay below on its way. */
+static void down(struct relay *r, const struct wire_frame *f)
+{
+    uint32_t rank = f->rank, node = r->cfg->rank_node[rank];
+    if (node == r->cfg->node) {
+        struct net_conn *c = r->local[rank];
+        if (c && f->type == WIRE_WORK)
+            send_on(r, c, WIRE_WORK, f->flags, UINT32_MAX, f->payload, f->len);
+        else if (c && f->type == WIRE_RELAY && f->flags == RELAY_DROP)
+            local_gone(r, rank); /* GONE up: a rank back since the drop is not left on */
+        return; /* else for a rank gone since: its GONE is on the way up */
+    }
+    uint32_t kid = coord_relay_toward(r->cfg, r->cfg->node, node);
+    struct net_conn *c = kid != UINT32_MAX ? r->kid[kid - r->first_kid] : NULL;
+    if (c)
+        send_on(r, c, f->type, f->flags, rank, f->payload, f->len);
+}
+
+/* Every whole frame from above, down: 0, or -1 when it broke the protocol
+ * (the relay ends). */
 static int from_up(struct relay *r)
 {
     struct wire_frame f;
     struct cohort_err e;
     int got;
     while ((got = conn_next(&r->up->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
-        uint32_t rank = f.rank;
-        struct net_conn *c = rank < r->cfg->size ? r->local[rank] : NULL;
-        if (f.type == WIRE_WORK && c) {
-            if (net_queue(c, WIRE_WORK, f.flags, UINT32_MAX, f.payload, f.len) < 0)
-                r->oom = true;
-        } else if (f.type == WIRE_RELAY && f.flags == RELAY_DROP && c) {
-            local_gone(r, rank); /* GONE up: a rank back since the drop is not left on */
-        } else if (f.type != WIRE_WORK && f.type != WIRE_RELAY) {
-            snprintf(e.msg, sizeof e.msg, "a %s frame", wire_type_name(f.type));
+        bool all = f.type == WIRE_RELAY && f.flags == RELAY_GONE && f.rank == UINT32_MAX;
+        if (all && (f.len == 0 || f.len == 4)) {
+            r->heard = true;
+            r->gone_node = f.len ? wire_get32(f.payload) : NO_NODE;
+        } else if ((f.type != WIRE_WORK && f.type != WIRE_RELAY) || f.rank >= r->cfg->size) {
+            snprintf(e.msg, sizeof e.msg, "a %s frame for rank %u", wire_type_name(f.type),
+                     f.rank);
             break;
-        } /* else for a rank gone since: its GONE is on the way up */
+        } else {
+            down(r, &f);
+        }
         conn_consume(&r->up->c, &f);
     }
     if (got == 0)
         return 0;
-    fprintf(stderr, "cohort: node relay of node %u: the coordinator sent %s: the relay ends\n",
-            r->cfg->node, e.msg);
+    r->broken = true;
+    fprintf(stderr, "cohort: node relay of node %u: the %s sent %s: the relay ends\n",
+            r->cfg->node,
+            coord_relay_up(r->cfg, r->cfg->node) == COORD_TOP ? "coordinator" : "relay above",
+            e.msg);
     return -1;
+}
+
+/* A connection proved itself: a rank of this node, or a relay below. */
+static void joined(struct relay *r, struct net_conn *c)
+{
+    struct net_conn **slot = c->c.rank == COORD_AGENT_RANK ? &r->kid[c->c.node - r->first_kid]
+                                                         : &r->local[c->c.rank];
+    if (*slot) { /* two admitted in one round: the first stays */
+        net_close(r->net, c);
+        return;
+    }
+    *slot = c;
+    if (c->c.rank == COORD_AGENT_RANK) {
+        r->kids_on++;
+        return;
+    }
+    r->n_local++;
+    send_on(r, r->up, WIRE_RELAY, RELAY_JOIN, c->c.rank, NULL, 0);
 }
 
 /* One round's events: 0, or -1 when the relay ends. */
 static int on_events(struct relay *r, struct net_event *ev, int n)
 {
+    for (int i = 0; i < n; i++)
+        if (ev[i].what & NET_EV_JOINED)
+            joined(r, ev[i].c);
     for (int i = 0; i < n; i++) {
         struct net_conn *c = ev[i].c;
-        if (!(ev[i].what & NET_EV_JOINED))
-            continue;
-        if (r->local[c->c.rank]) { /* two admitted in one round: the first stays */
-            net_close(r->net, c);
-            continue;
-        }
-        r->local[c->c.rank] = c;
-        r->n_local++;
-        send_up(r, WIRE_RELAY, RELAY_JOIN, c->c.rank, NULL, 0);
-    }
-    for (int i = 0; i < n; i++) {
-        struct net_conn *c = ev[i].c;
+        bool data = ev[i].what & (NET_EV_DATA | NET_EV_CLOSED);
         if (c == r->up) {
-            if ((ev[i].what & (NET_EV_DATA | NET_EV_CLOSED)) && from_up(r) < 0)
+            if (data && from_up(r) < 0)
                 return -1;
             continue;
         }
-        uint32_t rank = c->c.rank;
-        if (c->state != NET_READY || rank >= r->cfg->size || r->local[rank] != c)
+        if (c->state != NET_READY)
             continue;
-        if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
+        if (c->c.rank == COORD_AGENT_RANK) {
+            uint32_t kid = c->c.node;
+            if (kid - r->first_kid >= r->n_kids || r->kid[kid - r->first_kid] != c)
+                continue;
+            if (data)
+                from_kid(r, c, kid);
+            if ((ev[i].what & NET_EV_CLOSED) && r->kid[kid - r->first_kid] == c)
+                kid_gone(r, kid);
+            continue;
+        }
+        uint32_t rank = c->c.rank;
+        if (rank >= r->cfg->size || r->local[rank] != c)
+            continue;
+        if (data)
             from_rank(r, c, rank);
         if ((ev[i].what & NET_EV_CLOSED) && r->local[rank] == c)
             local_gone(r, rank);
@@ -188,27 +351,39 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
     return r->up->closed ? -1 : 0;
 }
 
-/* The coordinator closed (or broke the protocol): every rank still here
- * is told so, to tell that from the relay's own death. */
+/* The way up closed: every rank and relay below still here is told where
+ * (the coordinator, or the relay that went), to tell that from this
+ * relay's own death. */
 static void tell_closed(struct relay *r)
 {
+    uint32_t above = coord_relay_up(r->cfg, r->cfg->node);
+    uint32_t where = r->heard ? r->gone_node : above == COORD_TOP ? NO_NODE : above;
+    uint8_t b[4];
+    wire_put32(b, where);
+    uint32_t len = where == NO_NODE ? 0 : 4;
     for (uint32_t i = 0; r->n_local && i < r->cfg->size; i++)
-        if (r->local[i] &&
-            net_queue(r->local[i], WIRE_RELAY, RELAY_GONE, UINT32_MAX, NULL, 0) < 0)
-            r->oom = true;
+        if (r->local[i])
+            send_on(r, r->local[i], WIRE_RELAY, RELAY_GONE, UINT32_MAX, b, len);
+    for (uint32_t i = 0; i < r->n_kids; i++)
+        if (r->kid[i])
+            send_on(r, r->kid[i], WIRE_RELAY, RELAY_GONE, UINT32_MAX, b, len);
 }
 
 static int serve(struct relay *r, struct cohort_err *err)
 {
-    /* the other nodes' relays may start up to the join timeout after this
-     * one: its ranks are given that long again to come */
-    r->idle_by = net_now_ms() + 2 * (int64_t)r->cfg->join_timeout_s * 1000;
-    while (r->n_local || net_now_ms() < r->idle_by) {
+    r->idle_by = net_now_ms() +
+                 (int64_t)(coord_relay_levels(r->cfg) + 1) * r->cfg->join_timeout_s * 1000;
+    while (r->n_local || r->kids_on || net_now_ms() < r->idle_by) {
         struct net_event *ev;
         int n = net_poll(r->net, RELAY_WAIT_MS, &ev, err);
         if (n < 0)
             return -1;
         if (on_events(r, ev, n) < 0) {
+            /* a failed write closes it too: what the one above said last is read still */
+            if (!r->broken)
+                conn_fill(&r->up->c, WIRE_MAX_PAYLOAD_DEFAULT);
+            if (!r->broken)
+                from_up(r);
             tell_closed(r);
             break;
         }
@@ -219,30 +394,47 @@ static int serve(struct relay *r, struct cohort_err *err)
     return 0;
 }
 
-int relay_run(const struct coord_config *cfg, struct cohort_err *err)
+/* The relay's tables, after its descriptor check. */
+static int setup(struct relay *r, struct cohort_err *err)
 {
-    struct relay r = {.cfg = cfg};
+    const struct coord_config *cfg = r->cfg;
     uint32_t ranks = 0; /* the node's */
-    prctl(PR_SET_NAME, "cohort-relay"); /* what ps and top show: not a coordinator */
     for (uint32_t i = 0; i < cfg->size; i++)
         ranks += cfg->rank_node[i] == cfg->node;
+    r->n_kids = coord_relay_kids(cfg, cfg->node);
+    r->first_kid = (cfg->node + 1) * cfg->fanout;
+    char who[48];
+    snprintf(who, sizeof who, "the node relay of node %u", cfg->node);
+    if (net_fd_check(ranks + r->n_kids + (r->n_kids ? 3 : 2), who,
+                     "of its node's ranks, the relays below it, the one above and its "
+                     "listeners, one each", err) < 0)
+        return -1;
+    if (!(r->local = calloc(cfg->size, sizeof *r->local)) ||
+        !(r->kid = calloc(r->n_kids ? r->n_kids : 1, sizeof *r->kid)) ||
+        !(r->via = malloc(sizeof *r->via * cfg->size)))
+        return cohort_fail(err, "out of memory");
+    for (uint32_t i = 0; i < cfg->size; i++)
+        r->via[i] = NO_NODE;
+    return 0;
+}
+
+int relay_run(const struct coord_config *cfg, struct cohort_err *err)
+{
+    struct relay r = {.cfg = cfg, .gone_node = NO_NODE};
+    prctl(PR_SET_NAME, "cohort-relay"); /* what ps and top show: not a coordinator */
     struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
                          .rank = COORD_AGENT_RANK, .node = cfg->node};
     memcpy(me.view, cfg->view, sizeof me.view);
     struct net_ops ops = {.ctx = &r, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = admit};
+    char addr[COORD_ADDR_LEN];
     int rc = -2;
-    char who[48];
-    snprintf(who, sizeof who, "the node relay of node %u", cfg->node);
-    if (net_fd_check(ranks + 1, who, "of its node's ranks and the coordinator, one connection "
-                     "each", err) < 0)
-        return rc;
-    if (!(r.local = calloc(cfg->size, sizeof *r.local)))
-        return cohort_fail(err, "out of memory") - 1;
-    if (net_new(&me, &ops, &r.net, err) == 0 && dial_up(&r, err) == 0 &&
-        listen_local(&r, err) == 0)
+    if (setup(&r, err) == 0 && net_new(&me, &ops, &r.net, err) == 0 &&
+        dial_up(&r, addr, err) == 0 && listen_all(&r, addr, err) == 0)
         rc = serve(&r, err);
     net_free(r.net);
     free(r.local);
+    free(r.kid);
+    free(r.via);
     if (r.addrs)
         freeaddrinfo(r.addrs);
     return rc;

@@ -54,7 +54,8 @@ int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohor
                            .shed_after_ms = cfg->shed_after_ms};
     if (place_new(cfg->size, &o, &sc->p, err) != PLACE_OK)
         return -1;
-    sc->join_by = net_now_ms() + (int64_t)cfg->join_timeout_s * 1000;
+    sc->join_by = net_now_ms() +
+                  (int64_t)(coord_relay_levels(cfg) + 1) * cfg->join_timeout_s * 1000;
     return 0;
 }
 

@@ -311,6 +311,12 @@ int cohort_self(struct cohort *c, const char *func, struct cohort_self *s)
     return 0;
 }
 
+int cohort_self_gather(struct cohort *c, const void *mine, size_t len, uint8_t **down,
+                       uint32_t *down_len)
+{
+    return exchange(c, mine, len, BOOT_WANT_ALL, "cohort_allgather", down, down_len);
+}
+
 const char *cohort_bootstrap(const struct cohort *c)
 {
     return c->boot ? c->boot->name : "none";

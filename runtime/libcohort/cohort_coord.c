@@ -40,15 +40,37 @@ static void step_half(const struct coord_link *l, const struct cohort_self *self
 }
 
 /* cfg's process started (cohort-work-coord, or COHORT_WORK_COORD's path),
- * as role; the key wiped from cfg after. */
+ * as role (addr: where a relay is reached, or NULL); the key wiped from
+ * cfg after. */
 static void start(const struct coord_link *l, const struct envlist *env,
                   struct coord_config *cfg, const char *role, pid_t *pid, uint16_t *port,
-                  char *why, size_t len)
+                  char addr[COORD_ADDR_LEN], char *why, size_t len)
 {
     const char *path = envlist_get(env, "COHORT_WORK_COORD");
     coord_start(cfg, path && *path ? path : COHORT_WORK_COORD_PATH, role, l->timeout_s, pid,
-                port, why, len);
+                port, addr, why, len);
     explicit_bzero(&cfg->key, sizeof cfg->key);
+}
+
+/* COHORT_RELAY_FANOUT: relays below the coordinator and below each relay
+ * (rank 0's, given to every rank). 0, or -1 with why. */
+static int relay_fanout(const struct envlist *env, uint32_t *out, char *why, size_t len)
+{
+    const char *v = envlist_get(env, "COHORT_RELAY_FANOUT");
+    char *end;
+    *out = COORD_DEFAULT_FANOUT;
+    if (!v || !*v)
+        return 0;
+    errno = 0;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || end == v || v[0] == '-' || n < 1 || n > COORD_MAX_FANOUT) {
+        snprintf(why, len, "COHORT_RELAY_FANOUT='%.40s' is not a number from 1 to %u: give "
+                 "one, or unset it for the default (%u)", v, COORD_MAX_FANOUT,
+                 COORD_DEFAULT_FANOUT);
+        return -1;
+    }
+    *out = (uint32_t)n;
+    return 0;
 }
 
 /* Rank 0: the step's half of the start record, and the coordinator started. */
@@ -56,20 +78,23 @@ static void launch(struct coord_link *l, const struct cohort_self *self,
                    struct coord_config *cfg, const struct envlist *env, uint16_t *port,
                    char *why, size_t len)
 {
+    *port = 0;
+    if (relay_fanout(env, &cfg->fanout, why, len) < 0)
+        return;
     step_half(l, self, cfg);
     const char *v = envlist_get(env, "COHORT_VERBOSE");
     cfg->verbose = v && *v && strcmp(v, "0") != 0;
-    start(l, env, cfg, "work coordinator", &l->pid, port, why, len);
+    start(l, env, cfg, "work coordinator", &l->pid, port, NULL, why, len);
 }
 
-/* Every rank: rank 0's port and the relays' nonce (or its failure, the
- * same line everywhere). */
+/* Every rank: rank 0's port, the relays' nonce and fanout (or its
+ * failure, the same line everywhere). */
 static int share_port(struct coord_link *l, const struct cohort_self *self,
                       const char *func, const char *what, struct coord_config *cfg,
                       const struct envlist *env, uint16_t *port)
 {
-    uint8_t b[4 + RELAY_NONCE_LEN + COHORT_ERR_LEN] = {0};
-    char *why = (char *)b + 4 + RELAY_NONCE_LEN;
+    uint8_t b[8 + RELAY_NONCE_LEN + COHORT_ERR_LEN] = {0};
+    char *why = (char *)b + 8 + RELAY_NONCE_LEN;
     if (self->step->rank == 0) {
         uint16_t p;
         uint8_t nonce[AUTH_NONCE_LEN] = {0};
@@ -80,13 +105,15 @@ static int share_port(struct coord_link *l, const struct cohort_self *self,
             snprintf(why, COHORT_ERR_LEN, "%s", e.msg);
             p = 0;
         }
-        memcpy(b + 4, nonce, RELAY_NONCE_LEN);
+        memcpy(b + 8, nonce, RELAY_NONCE_LEN);
         wire_put32(b, p);
+        wire_put32(b + 4, cfg->fanout);
     }
     if (cohort_bcast(l->c, b, sizeof b, 0) != 0)
         return -1;
     *port = (uint16_t)wire_get32(b);
-    memcpy(l->nonce, b + 4, RELAY_NONCE_LEN);
+    l->fanout = wire_get32(b + 4);
+    memcpy(l->nonce, b + 8, RELAY_NONCE_LEN);
     b[sizeof b - 1] = 0;
     if (*port == 0)
         return cohort_internal_fail(l->c, COHORT_ERR_CONFIG, "cohort: %s: %s: %s", func, what,
@@ -94,50 +121,98 @@ static int share_port(struct coord_link *l, const struct cohort_self *self,
     return 0;
 }
 
-/* The node's first rank: its relay started (why, when it could not be). */
-static void start_relay(struct coord_link *l, const struct cohort_self *self,
-                        const struct envlist *env, uint16_t port, char *why, size_t len)
+/* The node's first rank: its relay started, dialing host:port (the
+ * coordinator's, or the relay's above); its block for the others: 1, the
+ * port the relays below dial and its address, or 0 and why it could not
+ * start. */
+static uint32_t start_relay(struct coord_link *l, const struct cohort_self *self,
+                            const struct envlist *env, const char *host, uint16_t port,
+                            uint8_t *block, size_t cap)
 {
-    struct coord_config cfg = {.kind = COORD_RELAY, .port = port,
+    struct coord_config cfg = {.kind = COORD_RELAY, .port = port, .fanout = l->fanout,
                                .node = self->step->node_id};
     step_half(l, self, &cfg);
-    snprintf(cfg.host, sizeof cfg.host, "%s", self->master);
+    snprintf(cfg.host, sizeof cfg.host, "%.255s", host);
     coord_relay_name(l->nonce, cfg.node, cfg.name);
-    uint16_t ok;
-    start(l, env, &cfg, "node relay", &l->relay_pid, &ok, why, len);
+    char addr[COORD_ADDR_LEN], why[COHORT_ERR_LEN] = "";
+    uint16_t at;
+    start(l, env, &cfg, "node relay", &l->relay_pid, &at, addr, why, sizeof why);
+    block[0] = at != 0;
+    if (!at)
+        return 1 + (uint32_t)snprintf((char *)block + 1, cap - 1, "%s", why);
+    wire_put32(block + 1, at);
+    return 5 + (uint32_t)snprintf((char *)block + 5, cap - 5, "%s", addr);
 }
 
-/* Every rank: each node's relay started by its first rank; a relay that
- * could not start fails every rank at once with the line of the first
- * such node's first rank (a second collective, only then). */
+/* A failed start: the relay and the coordinator this rank started are
+ * ended (nobody will use them), and the failure recorded with line. */
+static int start_failed(struct coord_link *l, const char *func, const char *what,
+                        const char *line)
+{
+    if (l->relay_pid > 0)
+        coord_end(&l->relay_pid);
+    if (l->pid > 0)
+        coord_end(&l->pid);
+    if (!line)
+        return -1; /* the gather failed: its line is c's error already */
+    return cohort_internal_fail(l->c, COHORT_ERR_CONFIG, "cohort: %s: %s: %s", func, what, line);
+}
+
+/* One level of the relays' tree: the first rank of each of its nodes
+ * starts the node's relay; every rank learns where its node's relay dials
+ * (its parent's port in *port, its address in host) or fails at once with
+ * the line of the first node that could not start one. */
+static int start_level(struct coord_link *l, const struct cohort_self *self,
+                       const char *func, const char *what, const struct envlist *env,
+                       uint32_t level, char *host, size_t host_len, uint16_t *port)
+{
+    const struct cohort_step *s = self->step;
+    struct coord_config tree = {.fanout = l->fanout, .num_nodes = s->num_nodes};
+    uint32_t first = 0;
+    while (self->rank_node[first] != s->node_id)
+        first++;
+    uint8_t block[8 + COHORT_ERR_LEN];
+    uint32_t len = 0, n;
+    if (first == s->rank && coord_relay_depth(&tree, s->node_id) == level)
+        len = start_relay(l, self, env, host, *port, block, sizeof block);
+    uint8_t *down;
+    if (cohort_self_gather(l->c, len ? block : NULL, len, &down, &n) < 0)
+        return start_failed(l, func, what, NULL);
+    uint32_t up = coord_relay_up(&tree, s->node_id);
+    char line[COHORT_ERR_LEN] = "";
+    for (uint32_t off = 0; !line[0] && n - off >= 8;) {
+        uint32_t r = wire_get32(down + off), k = wire_get32(down + off + 4);
+        const char *b = (const char *)down + off + 8;
+        if (k < 1 || k > n - off - 8 || r >= s->num_tasks)
+            snprintf(line, sizeof line, "the relays' start gave rank %u a malformed block", r);
+        else if (!b[0])
+            snprintf(line, sizeof line, "%.*s", k > 1 ? (int)k - 1 : 40,
+                     k > 1 ? b + 1 : "the node relay of a node did not start");
+        else if (self->rank_node[r] == up && k >= 5) {
+            *port = (uint16_t)wire_get32((const uint8_t *)b + 1);
+            snprintf(host, host_len, "%.*s", (int)k - 5, b + 5);
+        }
+        off += 8 + k;
+    }
+    free(down);
+    return line[0] ? start_failed(l, func, what, line) : 0;
+}
+
+/* Every rank: the relays started, level by level of their tree (one level
+ * up to the fanout's nodes, COHORT_RELAY_FANOUT), each dialing the one
+ * above it or, at the top, the coordinator. */
 static int start_relays(struct coord_link *l, const struct cohort_self *self,
                         const char *func, const char *what, const struct envlist *env,
                         uint16_t port)
 {
-    const struct cohort_step *s = self->step;
-    uint32_t first = 0;
-    while (self->rank_node[first] != s->node_id)
-        first++;
-    char why[COHORT_ERR_LEN] = "";
-    if (first == s->rank)
-        start_relay(l, self, env, port, why, sizeof why);
-    uint8_t failed = why[0] != 0, *all;
-    if (coord_gather(l->c, &failed, 1, &all) < 0)
-        return -1;
-    uint32_t r = 0;
-    while (r < s->num_tasks && !all[r])
-        r++;
-    free(all);
-    if (r == s->num_tasks)
-        return 0;
-    if (l->relay_pid > 0) /* nobody will use it, nor the coordinator */
-        coord_end(&l->relay_pid);
-    if (l->pid > 0)
-        coord_end(&l->pid);
-    if (cohort_bcast(l->c, why, sizeof why, (int)r) != 0)
-        return -1;
-    why[sizeof why - 1] = 0;
-    return cohort_internal_fail(l->c, COHORT_ERR_CONFIG, "cohort: %s: %s: %s", func, what, why);
+    struct coord_config tree = {.fanout = l->fanout, .num_nodes = self->step->num_nodes};
+    uint32_t levels = coord_relay_depth(&tree, tree.num_nodes - 1) + 1;
+    char host[256];
+    snprintf(host, sizeof host, "%s", self->master);
+    for (uint32_t level = 0; level < levels; level++)
+        if (start_level(l, self, func, what, env, level, host, sizeof host, &port) < 0)
+            return -1;
+    return 0;
 }
 
 /* Every rank: its authenticated connection to its node's relay. */
@@ -161,20 +236,10 @@ static int connect_coord(struct coord_link *l, const struct cohort_self *self,
     snprintf(t.name, sizeof t.name, "this node's relay to the coordinator of %.60s (%.90s)",
              what, l->where);
     long long end = net_now_ms() + (long long)l->timeout_s * 1000;
-    if (!(l->conn = net_dial(l->net, &t, end)))
-        return cohort_internal_fail(l->c, COHORT_ERR_RESOURCE, "cohort: out of memory");
-    while (l->conn->state != NET_READY) {
-        struct net_event *ev;
-        int n = net_poll(l->net, (int)(end > net_now_ms() ? end - net_now_ms() : 0), &ev, &e);
-        for (int i = 0; i < n; i++)
-            if (ev[i].what & NET_EV_FAILED)
-                return cohort_internal_fail(l->c, net_dial_error(l->conn)->code,
-                                            "cohort: %s: cannot reach this node's relay "
-                                            "(gone?): %s",
-                                            func, net_dial_error(l->conn)->msg);
-        if (n < 0)
-            return cohort_internal_fail(l->c, e.code, "cohort: %s: %s", func, e.msg);
-    }
+    if (!(l->conn = net_dial_wait(l->net, &t, end, &e)))
+        return cohort_internal_fail(l->c, e.code ? e.code : COHORT_ERR_RESOURCE,
+                                    "cohort: %s: cannot reach this node's relay (gone?): %s",
+                                    func, e.msg);
     struct ucred cred;
     socklen_t cl = sizeof cred;
     if (getsockopt(l->conn->c.fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0)
@@ -211,9 +276,12 @@ int coord_link_open(struct coord_link *l, struct cohort *c, const char *func,
 int coord_link_next(struct coord_link *l, struct wire_frame *f, struct cohort_err *err)
 {
     int got;
+    if (l->conn->closed) /* a failed write closed it: what the relay said last is read still */
+        conn_fill(&l->conn->c, WIRE_MAX_PAYLOAD_DEFAULT);
     while ((got = conn_next(&l->conn->c, WIRE_MAX_PAYLOAD_DEFAULT, f, err)) > 0 &&
            f->type == WIRE_RELAY && f->flags == RELAY_GONE && f->rank == UINT32_MAX) {
         l->coord_closed = true;
+        l->gone_node = f->len == 4 ? wire_get32(f->payload) : UINT32_MAX;
         conn_consume(&l->conn->c, f);
     }
     return got;
@@ -221,7 +289,10 @@ int coord_link_next(struct coord_link *l, struct wire_frame *f, struct cohort_er
 
 void coord_link_gone(const struct coord_link *l, const char *what, char *buf, size_t len)
 {
-    if (l->coord_closed)
+    if (l->coord_closed && l->gone_node != UINT32_MAX)
+        snprintf(buf, len, "the relay of node %u, on the way to the %s (%s), is gone (killed, "
+                 "or its node failed)", l->gone_node, what, l->where);
+    else if (l->coord_closed)
         snprintf(buf, len, "the %s (%s) is gone (killed, or its node failed)", what, l->where);
     else
         snprintf(buf, len, "this node's relay to the %s (%s, relay pid %d) is gone (killed?)",

@@ -6,10 +6,12 @@
  * environment is a short list of rank 0's, never the secret); its port and
  * a nonce are broadcast (or rank 0's failure, the same line on every
  * rank); each node's first rank starts the node's relay (relay.h, the same
- * program, in a session of its own), which dials the coordinator; every
- * rank dials its node's relay on a Unix socket named from the nonce, with
- * the step's authenticated handshake (net.h). The coordinator holds one
- * connection per node. Not exported. */
+ * program, in a session of its own), which dials the coordinator or, past
+ * the fanout's nodes, the relay above it in their tree (coord_config.h),
+ * started level by level; every rank dials its node's relay on a Unix
+ * socket named from the nonce, with the step's authenticated handshake
+ * (net.h). The coordinator holds one connection per relay at the top of
+ * the tree, at most the fanout. Not exported. */
 #ifndef COHORT_COORD_H
 #define COHORT_COORD_H
 
@@ -33,7 +35,9 @@ struct coord_link {
     pid_t pid;                 /* rank 0: the coordinator it started, to reap */
     pid_t relay_pid;           /* a node's first rank: the relay it started, to reap */
     pid_t relay_peer;          /* the relay's pid (its socket's peer), for messages */
-    bool coord_closed;         /* the relay said the coordinator closed its connection */
+    bool coord_closed;         /* the relay said the way to the coordinator closed ... */
+    uint32_t gone_node;        /* ... at the relay of this node (UINT32_MAX: the coordinator) */
+    uint32_t fanout;           /* of the relays' tree (rank 0's COHORT_RELAY_FANOUT) */
     int timeout_s;             /* a silent coordinator is given up after this */
     char where[96];            /* the coordinator's "HOST:PORT" */
 };
@@ -64,8 +68,10 @@ int coord_link_next(struct coord_link *l, struct wire_frame *f, struct cohort_er
 
 /* Once the connection closed: who is gone, for messages: "the WHAT
  * (HOST:PORT) is gone (killed, or its node failed)" when the relay said
- * so, else "this node's relay to the WHAT (HOST:PORT, relay pid N) is gone
- * (killed?)" (what: "work coordinator of queue 'q'"). */
+ * so, "the relay of node N, on the way to the WHAT (HOST:PORT), is gone
+ * (killed, or its node failed)" when it said that, else "this node's relay
+ * to the WHAT (HOST:PORT, relay pid N) is gone (killed?)" (what: "work
+ * coordinator of queue 'q'"). */
 void coord_link_gone(const struct coord_link *l, const char *what, char *buf, size_t len);
 
 /* Collective: every rank's len bytes, in rank order, into a malloc'd

@@ -141,6 +141,12 @@ struct net_conn *net_dial(struct net *n, const struct net_target *t, long long d
 /* Why a dial failed (NET_EV_FAILED). */
 const struct cohort_err *net_dial_error(const struct net_conn *c);
 
+/* A dial to t, waited for: the connection once it is proven (NET_READY),
+ * or NULL with err (why the dial failed, or deadline passed). For a loop
+ * with nothing else on it yet: other events of the wait are not kept. */
+struct net_conn *net_dial_wait(struct net *n, const struct net_target *t, long long deadline,
+                               struct cohort_err *err);
+
 /* Waits at most timeout_ms for something to happen; returns the number
  * of events (*evs valid until the next call), or -1 with err. */
 int net_poll(struct net *n, int timeout_ms, struct net_event **evs, struct cohort_err *err);

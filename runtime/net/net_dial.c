@@ -52,6 +52,29 @@ const struct cohort_err *net_dial_error(const struct net_conn *c)
     return c->dial ? &c->dial->error : &none;
 }
 
+struct net_conn *net_dial_wait(struct net *n, const struct net_target *t, long long deadline,
+                               struct cohort_err *err)
+{
+    struct net_conn *c = net_dial(n, t, deadline);
+    if (!c) {
+        cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
+        return NULL;
+    }
+    while (c->state != NET_READY) {
+        struct net_event *ev;
+        long long left = deadline - net_now_ms();
+        int k = net_poll(n, left > 0 ? (int)left : 0, &ev, err);
+        if (k < 0)
+            return NULL;
+        for (int i = 0; i < k; i++)
+            if (ev[i].c == c && (ev[i].what & NET_EV_FAILED)) {
+                *err = *net_dial_error(c);
+                return NULL;
+            }
+    }
+    return c;
+}
+
 /* Ends the dial with code (an enum cohort_err_code) and a sentence. */
 static void fail(struct net *n, struct net_conn *c, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -31,13 +31,16 @@ enum wire_type {
 };
 
 /* A WIRE_RELAY frame's operation; its rank field names the rank, its
- * payload is empty. A node relay's WIRE_WORK frames carry the rank they
- * come from (up) or go to (down). */
+ * payload is empty (but a GONE's going down). A node relay's WIRE_WORK frames carry the rank they
+ * come from (up) or go to (down). Relays form a tree (coord_config.h): a
+ * relay passes what comes from the relays below it up, and down what is
+ * for their ranks, as it does its own node's. */
 enum relay_op {
-    RELAY_JOIN = 1, /* relay -> coordinator: the rank connected to the relay and proved itself */
-    RELAY_GONE,     /* relay -> coordinator: the rank's connection closed; relay -> rank
-                     * (rank UINT32_MAX): the coordinator closed the relay's */
-    RELAY_DROP,     /* coordinator -> relay: close the rank's connection */
+    RELAY_JOIN = 1, /* up: the rank connected to its node's relay and proved itself */
+    RELAY_GONE,     /* up: the rank's connection closed. Down, rank UINT32_MAX: the way
+                     * to the coordinator closed; no payload: the coordinator's own
+                     * connection, 4 bytes: the relay of that node between */
+    RELAY_DROP,     /* down: close the rank's connection */
 };
 
 struct wire_frame {

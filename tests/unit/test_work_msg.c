@@ -61,7 +61,7 @@ static void config(void)
                              .rank_node = rank_node, .n_items = 1000000,
                              .lease_timeout_s = 60, .max_attempts = 3, .join_timeout_s = 120,
                              .verbose = true, .kind = COORD_STREAMS, .epsilon = 0.125,
-                             .shed_after_ms = 7000},
+                             .shed_after_ms = 7000, .fanout = 128},
                        d;
     memset(c.view, 0xab, sizeof c.view);
     strcpy(c.name, "frames");
@@ -75,7 +75,8 @@ static void config(void)
            d.rank_node[4] == 1 && d.n_items == 1000000 && d.verbose &&
            strcmp(d.name, "frames") == 0 && strcmp(d.journal, "/shared/q.journal") == 0 &&
            memcmp(d.view, c.view, sizeof c.view) == 0 && d.key.bytes[2] == 3 &&
-           d.kind == COORD_STREAMS && d.epsilon == 0.125 && d.shed_after_ms == 7000,
+           d.kind == COORD_STREAMS && d.epsilon == 0.125 && d.shed_after_ms == 7000 &&
+           d.fanout == 128,
        "reads back whole");
     coord_config_free(&d);
     size_t cut_ok = 0;
@@ -101,7 +102,7 @@ static void relay_config(void)
     uint32_t rank_node[] = {0, 0, 1, 1, 1};
     struct coord_config c = {.kind = COORD_RELAY, .key = {.kind = AUTH_SECRET}, .job = 7,
                              .step = 1, .size = 5, .num_nodes = 2, .rank_node = rank_node,
-                             .port = 40000, .node = 1, .join_timeout_s = 60},
+                             .port = 40000, .node = 1, .join_timeout_s = 60, .fanout = 128},
                        d;
     strcpy(c.host, "gpu-a17.cluster");
     uint8_t nonce[16] = {0xde, 0xad, 0, 1};
@@ -144,6 +145,58 @@ static void relay_config(void)
     ok(coord_config_encode(&c, &rec, &len) == 0 && coord_config_decode(rec, len, &d, &e) < 0,
        "a relay's record for a node beyond the step is refused");
     free(rec);
+    c.node = 1;
+    c.fanout = 0;
+    ok(coord_config_encode(&c, &rec, &len) == 0 && coord_config_decode(rec, len, &d, &e) < 0,
+       "a record with a fanout of 0 is refused");
+    free(rec);
+}
+
+/* The relays' tree at fanout 2 over 11 nodes: the coordinator above nodes
+ * 0 and 1, node 0's relay above 2 and 3, node 1's above 4 and 5, node 2's
+ * above 6 and 7, node 3's above 8 and 9, node 4's above 10. */
+static void relay_tree(void)
+{
+    uint32_t rank_node[11];
+    for (uint32_t i = 0; i < 11; i++)
+        rank_node[i] = i;
+    struct coord_config c = {.kind = COORD_QUEUE, .size = 11, .num_nodes = 11,
+                             .rank_node = rank_node, .fanout = 2};
+    ok(coord_relay_up(&c, 0) == COORD_TOP && coord_relay_up(&c, 1) == COORD_TOP &&
+           coord_relay_up(&c, 2) == 0 && coord_relay_up(&c, 5) == 1 &&
+           coord_relay_up(&c, 7) == 2 && coord_relay_up(&c, 10) == 4,
+       "each relay's parent: the coordinator for nodes 0, 1; 0 for 2; 1 for 5; 4 for 10");
+    ok(coord_relay_kids(&c, COORD_TOP) == 2 && coord_relay_kids(&c, 3) == 2 &&
+           coord_relay_kids(&c, 4) == 1 && coord_relay_kids(&c, 5) == 0 &&
+           coord_relay_kids(&c, 10) == 0,
+       "relays below: 2 below the coordinator and node 3, 1 below node 4, none below 5 or 10");
+    ok(coord_relay_toward(&c, COORD_TOP, 10) == 1 && coord_relay_toward(&c, 1, 10) == 4 &&
+           coord_relay_toward(&c, 4, 10) == 10 && coord_relay_toward(&c, 0, 10) == UINT32_MAX &&
+           coord_relay_toward(&c, COORD_TOP, 0) == 0 && coord_relay_toward(&c, 10, 10) ==
+           UINT32_MAX,
+       "the way down to node 10: relay 1, then 4, then 10 itself; not below 0");
+    ok(coord_relay_depth(&c, 1) == 0 && coord_relay_depth(&c, 5) == 1 &&
+           coord_relay_depth(&c, 10) == 2,
+       "depths: 0 for node 1, 1 for 5, 2 for 10");
+    uint8_t view[HS_VIEW_LEN] = {0};
+    memcpy(c.view, view, sizeof view);
+    struct hs_hello h = {.rank = COORD_AGENT_RANK, .node = 1, .view = c.view};
+    bool top = coord_config_has_rank(&c, &h);
+    h.node = 2;
+    ok(top && !coord_config_has_rank(&c, &h),
+       "the coordinator's peers are the top relays (node 1's), not those below (node 2's)");
+    c.kind = COORD_RELAY;
+    c.node = 1;
+    h.node = 4;
+    bool kid = coord_config_has_rank(&c, &h);
+    h.node = 6;
+    bool not_kid = coord_config_has_rank(&c, &h);
+    h.node = 1;
+    ok(kid && !not_kid && !coord_config_has_rank(&c, &h),
+       "node 1's relay's peers: node 4's relay, not 6's nor another of its own node");
+    c.kind = COORD_STORE;
+    h.node = 10;
+    ok(coord_config_has_rank(&c, &h), "a store's peers are every node's agent");
 }
 
 int main(void)
@@ -152,5 +205,6 @@ int main(void)
     records();
     config();
     relay_config();
+    relay_tree();
     return tap_done();
 }
