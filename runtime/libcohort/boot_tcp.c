@@ -4,7 +4,6 @@
  * (COHORT_BOOTSTRAP_FANOUT, COHORT_BOOTSTRAP_BIND), and the tree (tree.h). */
 #include "boot_ops.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,18 +31,16 @@ static int bind_names(const struct envlist *env, bool *out, struct cohort_err *e
 static int fanout(const struct envlist *env, uint32_t *out, struct cohort_err *err)
 {
     const char *v = envlist_get(env, "COHORT_BOOTSTRAP_FANOUT");
-    char *end;
+    uint32_t n;
     *out = 0;
     if (!v || !*v)
         return 0;
-    errno = 0;
-    unsigned long n = strtoul(v, &end, 10);
-    if (errno || *end || end == v || v[0] == '-' || n < 1 || n > TREE_MAX_FANOUT)
+    if (parse_u32("COHORT_BOOTSTRAP_FANOUT", v, &n, err) < 0 || n < 1 || n > TREE_MAX_FANOUT)
         return cohort_fail_code(err, COHORT_E_CONFIG,
                                 "COHORT_BOOTSTRAP_FANOUT='%.40s' is not a number from 1 to %u: "
                                 "give one, or unset it for the default (%u)",
                                 v, TREE_MAX_FANOUT, TREE_DEFAULT_FANOUT);
-    *out = (uint32_t)n;
+    *out = n;
     return 0;
 }
 

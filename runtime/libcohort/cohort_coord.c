@@ -5,7 +5,6 @@
  * every rank dials its node's relay. */
 #include "cohort_coord.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,19 +56,18 @@ static void start(const struct coord_link *l, const struct envlist *env,
 static int relay_fanout(const struct envlist *env, uint32_t *out, char *why, size_t len)
 {
     const char *v = envlist_get(env, "COHORT_RELAY_FANOUT");
-    char *end;
+    uint32_t n;
+    struct cohort_err e;
     *out = COORD_DEFAULT_FANOUT;
     if (!v || !*v)
         return 0;
-    errno = 0;
-    unsigned long n = strtoul(v, &end, 10);
-    if (errno || *end || end == v || v[0] == '-' || n < 1 || n > COORD_MAX_FANOUT) {
+    if (parse_u32("COHORT_RELAY_FANOUT", v, &n, &e) < 0 || n < 1 || n > COORD_MAX_FANOUT) {
         snprintf(why, len, "COHORT_RELAY_FANOUT='%.40s' is not a number from 1 to %u: give "
                  "one, or unset it for the default (%u)", v, COORD_MAX_FANOUT,
                  COORD_DEFAULT_FANOUT);
         return -1;
     }
-    *out = (uint32_t)n;
+    *out = n;
     return 0;
 }
 
@@ -185,9 +183,10 @@ static int start_level(struct coord_link *l, const struct cohort_self *self,
         const char *b = (const char *)down + off + 8;
         if (k < 1 || k > n - off - 8 || r >= s->num_tasks)
             snprintf(line, sizeof line, "the relays' start gave rank %u a malformed block", r);
+        else if (!b[0] && k == 1)
+            snprintf(line, sizeof line, "the node relay of rank %u's node did not start", r);
         else if (!b[0])
-            snprintf(line, sizeof line, "%.*s", k > 1 ? (int)k - 1 : 40,
-                     k > 1 ? b + 1 : "the node relay of a node did not start");
+            snprintf(line, sizeof line, "%.*s", (int)k - 1, b + 1);
         else if (self->rank_node[r] == up && k >= 5) {
             *port = (uint16_t)wire_get32((const uint8_t *)b + 1);
             snprintf(host, host_len, "%.*s", (int)k - 5, b + 5);
@@ -206,7 +205,7 @@ static int start_relays(struct coord_link *l, const struct cohort_self *self,
                         uint16_t port)
 {
     struct coord_config tree = {.fanout = l->fanout, .num_nodes = self->step->num_nodes};
-    uint32_t levels = coord_relay_depth(&tree, tree.num_nodes - 1) + 1;
+    uint32_t levels = coord_relay_levels(&tree);
     char host[256];
     snprintf(host, sizeof host, "%s", self->master);
     for (uint32_t level = 0; level < levels; level++)
