@@ -63,4 +63,4 @@ EXTRA_PROGRAMS += bench/work_bench bench/redis_queue
 bench_work_bench_LDADD = runtime/libcohort/libcohort.la
 bench_work_bench_LDFLAGS = -no-install
 bench_redis_queue_LDADD = -lhiredis
-EXTRA_DIST += bench/work-bench.sh bench/output-bench.sh
+EXTRA_DIST += bench/work-bench.sh bench/output-bench.sh bench/scale-sim.sh bench/coord-cost.sh
