@@ -5,24 +5,24 @@
  *
  * The model, in simulated microseconds:
  * - WORKERS workers, 8 a node, of speeds 1, 2 and 4 in turn; an item takes
- *   ITEM_US / speed. A worker that finishes its lease sends one request (its
- *   commit and its next lease; a first lease or an asking again after WAIT
- *   is one request too).
- * - A request travels 2 us within the node (rank to its node's relay) and
+ *   ITEM_US / speed. A worker asks for a lease, works it, commits it, and
+ *   once the commit's verdict is back asks for the next: two frames and two
+ *   round trips a lease, as cohort_work_commit and cohort_work_lease are.
+ * - A frame travels 2 us within the node (rank to its node's relay) and
  *   5 us between nodes for each relay on its way up (coord_relay_depth:
  *   two levels beyond 128 nodes), plus RELAY_US of a relay's work at each
  *   relay it crosses; the answer the same way back. A relay is not modelled
- *   as a queue: at 131,072 ranks a top relay carries 1/128 of the requests.
- * - The coordinator is one server: requests are served one at a time in
- *   the order they arrive, each taking REQ_US of its CPU (the cost of a
- *   lease and its commit, measured: docs/performance.md, "Scale") plus the
- *   time the scheduler's own calls take here, measured as they run (this is
- *   what grows with the number of workers, if anything does).
+ *   as a queue: at 131,072 ranks a top relay carries 1/128 of the frames.
+ * - The coordinator is its loop (coord_loop.c): a turn reads every frame
+ *   that has arrived, on every connection (a top relay's) that has one,
+ *   and answers them at its end. A turn costs WAKE_US, READ_US for each
+ *   connection read or written, FRAME_US for each frame in or out
+ *   (bench/coord-cost.sh measures these), plus the time the scheduler's own
+ *   calls take here, measured as they run.
  * - A lease with nothing to hand out is held, as the coordinator holds it
  *   (runtime/coord/coord_wake.c): after each commit the held leases are
- *   tried again oldest first until RETRY_WAITS in a row find nothing (the
- *   scheduler's time, and half a request's for each grant sent); one held
- *   4.5 s is answered WAIT and its worker asks again.
+ *   tried again oldest first until RETRY_WAITS in a row find nothing; one
+ *   held 4.5 s is answered WAIT and its worker asks again.
  * - With KILL_AT_S > 0 and KILL "node", node 1's 8 workers die at that
  *   simulated second: their leases go back at once (sched_worker_lost), as
  *   when their connections close. With KILL "coord", node 0 dies, the
@@ -32,15 +32,16 @@
  *   coordinator replays a journal), every worker back.
  *
  * Prints one Markdown row: workers, items, ideal and simulated makespan and
- * their ratio, requests a second (mean, and the most in any 10 s), the
- * coordinator's busy share of one core (mean and the most in any 10 s), the
- * scheduler's own CPU per request measured here, the items that went back
- * to the queue (deadlines, the dead node) and those copied at the tail, the
- * relays' levels and the most sockets the coordinator and a relay hold, and
- * the simulator's wall time.
+ * their ratio, frames a second (mean, and the most in any 10 s), frames a
+ * read, the coordinator's busy share of one core (mean and the most in any
+ * 10 s), the scheduler's own CPU per frame measured here, the items that
+ * went back to the queue (deadlines, the dead node) and those copied at the
+ * tail, the relays' levels and the most sockets the coordinator and a relay
+ * hold, and the simulator's wall time.
  *
- *   bench/scale_sim WORKERS ITEMS ITEM_US [REQ_US [KILL_AT_S [KILL [RESTART_S]]]]
- *   (REQ_US 43, KILL node, RESTART_S 30; RELAY_US and FANOUT from the
+ *   bench/scale_sim WORKERS ITEMS ITEM_US [WAKE_US READ_US FRAME_US
+ *                   [KILL_AT_S [KILL [RESTART_S]]]]
+ *   (14 10 2, KILL node, RESTART_S 30; RELAY_US and FANOUT from the
  *   environment, 20 and 128) */
 #include <inttypes.h>
 #include <math.h>
@@ -472,8 +473,8 @@ int main(int argc, char **argv)
         return 2;
     }
     struct sim m = {.nw = (unsigned)strtoul(argv[1], NULL, 10), .item_us = atof(argv[3]),
-                    .wake_us = argc > 6 ? atof(argv[4]) : 8,
-                    .read_us = argc > 6 ? atof(argv[5]) : 13,
+                    .wake_us = argc > 6 ? atof(argv[4]) : 14,
+                    .read_us = argc > 6 ? atof(argv[5]) : 10,
                     .frame_us = argc > 6 ? atof(argv[6]) : 2};
     uint64_t n = strtoull(argv[2], NULL, 10);
     double kill_s = argc > 7 ? atof(argv[7]) : 0, speed = 0;
