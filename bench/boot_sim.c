@@ -559,6 +559,19 @@ static void print_row(const struct sim *s, const char *spec, double wall_s)
            s->fanout + s->per_node, b->msgs, busiest, b->cpu / 1e3, cpu / 1e6, s->refused, wall_s);
 }
 
+static void sim_free(struct sim *s)
+{
+    for (uint32_t r = 0; r < s->ranks; r++) {
+        free(s->p[r].in);
+        free(s->p[r].kids);
+    }
+    free(s->p);
+    free(s->node_kids);
+    free(s->nic_out);
+    free(s->nic_in);
+    free(s->heap);
+}
+
 int main(int argc, char **argv)
 {
     struct sim s = {.per_node = 8, .fanout = TREE_DEFAULT_FANOUT};
@@ -594,5 +607,6 @@ int main(int argc, char **argv)
             arrive(&s, &m);
     }
     print_row(&s, argc > 4 ? argv[4] : "barrier", (now_us() - t0) / 1e6);
+    sim_free(&s);
     return 0;
 }

@@ -12,7 +12,7 @@ EXTRA_PROGRAMS += bench/sched_bench
 bench_sched_bench_LDADD = runtime/work/libcohort_work_sched.la \
 	runtime/planner/libcohort_planner_base.la
 bench_sched_bench_LDFLAGS = -no-install
-EXTRA_PROGRAMS += bench/scale_sim
+check_PROGRAMS += bench/scale_sim
 bench_scale_sim_LDADD = runtime/work/libcohort_work_sched.la \
 	runtime/coord/libcohort_coord_config.la \
 	runtime/work/libcohort_work_msg.la runtime/net/libcohort_net.la \
