@@ -100,10 +100,15 @@ tests_unit_test_tcpstore_LDADD = runtime/store/libcohort_store.la runtime/net/li
 tests_unit_test_store_kv_LDADD = $(tests_unit_test_tcpstore_LDADD)
 tests_unit_test_store_kv_model_LDADD = $(tests_unit_test_tcpstore_LDADD)
 
-check_PROGRAMS += tests/unit/test_place tests/unit/test_place_model
-TESTS += tests/unit/test_place tests/unit/test_place_model
+check_PROGRAMS += tests/unit/test_place tests/unit/test_place_model tests/unit/test_place_same
+TESTS += tests/unit/test_place tests/unit/test_place_model tests/unit/test_place_same
 tests_unit_test_place_LDADD = runtime/streams/libcohort_place.la $(UNIT_LDADD)
 tests_unit_test_place_model_LDADD = runtime/streams/libcohort_place.la $(UNIT_LDADD)
+tests_unit_test_place_same_LDADD = runtime/streams/libcohort_place.la $(UNIT_LDADD)
+# The scale simulators (bench/scale_sim, boot_sim, streams_sim, built by
+# `make check`) still drive the real code to a whole result.
+TESTS += tests/simulators.sh
+EXTRA_DIST += tests/simulators.sh
 
 # libcohort's bootstrap with many processes on this machine.
 check_PROGRAMS += tests/bootstrap/spawn tests/bootstrap/boot_check tests/bootstrap/attack

@@ -1,8 +1,9 @@
 /* place.c - the stream placement (place.h): the set and the calls for
- * streams (add, remove, release, report) and about them. Over three
+ * streams (add, remove, release, report) and about them. Over four
  * modules it calls, each of which calls only those below it: place_move.c
  * (workers coming and going, leases, bounds), place_own.c (the streams by
- * key and their ownership) and place_ring.c (the ring). */
+ * key, their ownership, each worker's lists of them), place_ring.c (the
+ * ring) and place_tree.c (the tree over the workers' loads). */
 #include "place_private.h"
 
 #include <math.h>
@@ -31,13 +32,16 @@ int place_new(uint32_t nw, const struct place_opts *opts, struct place **out,
     o.lease_ms = o.lease_ms ? o.lease_ms : PLACE_DEFAULT_LEASE_MS;
     o.shed_after_ms = o.shed_after_ms ? o.shed_after_ms : PLACE_DEFAULT_SHED_AFTER_MS;
     struct place *p = calloc(1, sizeof *p);
-    if (!p || !(p->w = calloc(nw, sizeof *p->w))) {
-        free(p);
+    if (p)
+        p->nw = nw;
+    if (!p || !(p->w = calloc(nw, sizeof *p->w)) || place_tree_new(p) < 0) {
+        place_free(p);
         cohort_fail(err, "out of memory");
         return PLACE_ENOMEM;
     }
+    for (uint32_t w = 0; w < nw; w++)
+        p->w[w].head[PLACE_LIST_HELD] = p->w[w].head[PLACE_LIST_LEAVING] = PLACE_NONE;
     p->o = o;
-    p->nw = nw;
     *out = p;
     return PLACE_OK;
 }
@@ -50,6 +54,7 @@ void place_free(struct place *p)
     free(p->s);
     free(p->table);
     free(p->ring);
+    free(p->tree);
     free(p->acts);
     free(p);
 }
@@ -91,10 +96,13 @@ int place_add(struct place *p, const char *key, double cost, struct cohort_err *
         return PLACE_ENOMEM;
     }
     p->total_cost += cost;
-    if (!p->min_cost || cost < p->min_cost)
+    if (!p->min_cost || cost < p->min_cost) {
         p->min_cost = cost;
-    int32_t to = place_choose(p, s, -1, true);
-    if ((to >= 0 && place_assign(p, s, (uint32_t)to) < 0) || place_settle(p) < 0) {
+        place_tree_rebuild(p);
+    }
+    int rc = place_ring_sync(p);
+    int32_t to = rc < 0 ? -1 : place_choose(p, s, -1, true);
+    if (rc < 0 || (to >= 0 && place_assign(p, s, (uint32_t)to) < 0) || place_settle(p) < 0) {
         cohort_fail(err, "out of memory");
         return PLACE_ENOMEM;
     }
@@ -250,5 +258,8 @@ int place_check(const struct place *p, struct cohort_err *err)
                               "capacity %g (counted %g)",
                          live, p->live, cost, p->total_cost, cap, p->total_cap);
     free(load);
-    return rc;
+    long stale = rc == 0 ? place_tree_stale(p) : -1;
+    if (stale >= 0)
+        rc = cohort_fail(err, "worker %ld: its node in the tree is not its state", stale);
+    return rc == 0 ? place_lists_check(p, err) : rc;
 }

@@ -48,7 +48,7 @@
 #include "error.h"
 
 #define PLACE_KEY_MAX 255 /* bytes of a key, without the terminating NUL */
-#define PLACE_MAX_WORKERS 65536u
+#define PLACE_MAX_WORKERS 131072u
 #define PLACE_MAX_CAPACITY 1e6
 #define PLACE_DEFAULT_EPSILON 0.25
 #define PLACE_DEFAULT_VNODES 100u       /* ring points per unit of capacity */
@@ -137,8 +137,10 @@ double place_bound(const struct place *p, uint32_t w);
 /* Key's owner and epoch: true, or false when it has none (or is unknown). */
 bool place_owner(const struct place *p, const char *key, uint32_t *w, uint64_t *epoch);
 /* The set's invariants (tests): every worker's load is the cost of the
- * streams counted on it, the totals add up, every key is found. 0, or -1
- * with err naming the first that does not hold. */
+ * streams counted on it, the totals add up, every key is found, each
+ * worker's lists of streams and its summary in the tree of loads are what
+ * the streams say. 0, or -1 with err naming the first that does not
+ * hold. */
 int place_check(const struct place *p, struct cohort_err *err);
 
 #endif

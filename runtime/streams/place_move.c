@@ -1,6 +1,9 @@
 /* place_move.c - the stream placement's workers (place.h): joining, dying,
  * leases running out and coming back, the bound kept after every change,
- * and shedding by reported load. */
+ * and shedding by reported load. It finds the workers to look at through
+ * the tree (place_tree.c) and a worker's streams through its lists
+ * (place_own.c), in the order the scans of all workers and all streams
+ * took them. */
 #include "place_private.h"
 
 #include <math.h>
@@ -27,10 +30,13 @@ struct cand {
     double key;             /* larger goes first */
 };
 
+/* Larger keys first; equal ones in the order of the streams' indexes. */
 static int cand_cmp(const void *a, const void *b)
 {
     const struct cand *x = a, *y = b;
-    return x->key > y->key ? -1 : x->key < y->key;
+    if (x->key != y->key)
+        return x->key > y->key ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
 }
 
 /* The streams counted on w, the best to move first: those only on their
@@ -39,13 +45,16 @@ static int cand_cmp(const void *a, const void *b)
  * Their count, or -1. */
 static long candidates(struct place *p, uint32_t w, bool by_load, struct cand **out)
 {
-    struct cand *c = malloc((p->ns ? p->ns : 1) * sizeof *c);
+    struct cand *c = malloc((p->w[w].counted ? p->w[w].counted : 1) * sizeof *c);
     long n = 0;
-    if (!c)
+    if (!c || place_ring_sync(p) < 0) {
+        free(c);
         return -1;
-    for (size_t i = 0; i < p->ns; i++) {
+    }
+    for (uint32_t i = p->w[w].head[PLACE_LIST_HELD]; i != PLACE_NONE;
+         i = p->s[i].link[PLACE_LIST_HELD][1]) {
         const struct stream *s = &p->s[i];
-        if (place_counted(s) != (int32_t)w || (by_load && (s->state != ST_OWNED || s->load < 0)))
+        if (s->removed || (by_load && (s->state != ST_OWNED || s->load < 0)))
             continue;
         double k = by_load ? s->load : s->cost;
         if (s->state == ST_MOVING)
@@ -73,30 +82,39 @@ static int move_off(struct place *p, struct stream *s, uint32_t w, bool *moved)
     if (!*moved)
         return 0;
     if (s->state == ST_MOVING) { /* not there yet: it goes elsewhere instead */
-        p->w[w].load -= s->cost;
-        p->w[to].load += s->cost;
-        s->target = to;
+        place_retarget(p, s, to);
         return 0;
     }
     return place_revoke(p, s, to);
 }
 
-/* Whether a worker but w has room for the cheapest stream the set has
- * had (a quick no before looking at w's streams one by one). */
-static bool any_room(const struct place *p, uint32_t w)
+/* Whether a worker but w (UINT32_MAX: any) has room for the cheapest
+ * stream the set has had (a quick no before looking at w's streams one by
+ * one). */
+static bool any_room(const struct place *p, uint32_t w, const struct place_gates *g)
 {
-    for (uint32_t x = 0; x < p->nw; x++)
-        if (x != w && p->w[x].alive &&
-            p->w[x].load + p->min_cost <= place_bound_of(p, x, p->total_cost) * (1 + 1e-12))
+    for (long x = place_tree_next(p, 0, PLACE_ROOM, g->room); x >= 0;
+         x = place_tree_next(p, (size_t)x + 1, PLACE_ROOM, g->room))
+        if ((uint32_t)x != w && p->w[x].alive &&
+            p->w[x].load + p->min_cost <= place_bound_of(p, (uint32_t)x, p->total_cost) * (1 + 1e-12))
             return true;
     return false;
 }
 
+/* Every worker over its bound with a worker that has room, in order: the
+ * tree names those that may be (the others: none over it, or one stream
+ * alone, which stays). With no worker that has room, nothing moves. */
 int place_settle(struct place *p)
 {
-    for (uint32_t w = 0; w < p->nw; w++) {
+    struct place_gates g;
+    place_gates(p, &g);
+    if (!any_room(p, UINT32_MAX, &g))
+        return 0;
+    for (long x = place_tree_next(p, 0, PLACE_OVER, g.over); x >= 0;
+         x = place_tree_next(p, (size_t)x + 1, PLACE_OVER, g.over)) {
+        uint32_t w = (uint32_t)x;
         double bound = place_bound_of(p, w, p->total_cost);
-        if (!p->w[w].alive || p->w[w].load <= bound * (1 + 1e-12) || !any_room(p, w))
+        if (!p->w[w].alive || p->w[w].load <= bound * (1 + 1e-12) || !any_room(p, w, &g))
             continue;
         struct cand *c;
         long n = candidates(p, w, false, &c);
@@ -120,6 +138,8 @@ int place_settle(struct place *p)
 static int pull(struct place *p, uint32_t w)
 {
     double fair = p->w[w].cap / p->total_cap * p->total_cost;
+    if (p->ns && place_ring_sync(p) < 0)
+        return -1;
     for (size_t i = 0; i < p->ns; i++) {
         struct stream *s = &p->s[i];
         if (s->state == ST_UNPLACED && !s->removed) {
@@ -145,7 +165,10 @@ static int join(struct place *p, uint32_t w, double cap, int64_t now)
     k->over_since = 0;
     p->live++;
     p->total_cap += cap;
-    if (place_ring_build(p) < 0 || pull(p, w) < 0 || place_settle(p) < 0)
+    p->tiny += cap < PLACE_GATE_MIN;
+    p->ring_stale = true;
+    place_tree_touch(p, w);
+    if (pull(p, w) < 0 || place_settle(p) < 0)
         return -1;
     return 0;
 }
@@ -168,7 +191,7 @@ int place_join(struct place *p, uint32_t w, double cap, int64_t now, struct coho
 
 /* ---- leaving ------------------------------------------------------------ */
 
-/* Worker w holds nothing from now on (the ring is rebuilt by the caller). */
+/* Worker w holds nothing from now on (the ring follows when next used). */
 static void leave(struct place *p, uint32_t w)
 {
     struct pworker *k = &p->w[w];
@@ -177,35 +200,52 @@ static void leave(struct place *p, uint32_t w)
     k->alive = false;
     p->live--;
     p->total_cap -= k->cap;
+    p->tiny -= k->cap < PLACE_GATE_MIN;
     if (!p->live)
         p->total_cap = 0; /* no rounding left over */
+    p->ring_stale = true;
+    place_tree_touch(p, w);
 }
 
+/* Stream i, one of dead (or expired) worker w's: to another. */
+static int drop_one(struct place *p, size_t i, uint32_t w, bool expired)
+{
+    struct stream *s = &p->s[i];
+    int rc = 0;
+    if (s->owner == (int32_t)w && s->state != ST_UNPLACED) {
+        if (expired && s->state == ST_OWNED) /* it is told; its epoch is old now */
+            rc = place_act(p, PLACE_REVOKE, w, s->epoch, s->key);
+        if (rc == 0)
+            rc = place_handoff(p, s, (int32_t)w);
+    } else {
+        place_retarget(p, s, -1); /* moving to w: chosen at the release */
+    }
+    return rc;
+}
+
+/* w's streams in the order of their indexes; when one is forgotten, the
+ * last stream takes its index and, if one of w's, is next. */
 int place_drop_worker(struct place *p, uint32_t w, bool expired)
 {
     struct pworker *k = &p->w[w];
-    if (k->alive) {
-        leave(p, w);
-        if (place_ring_build(p) < 0)
-            return -1;
-    }
-    for (size_t i = 0; i < p->ns;) {
-        struct stream *s = &p->s[i];
+    leave(p, w);
+    uint32_t *v;
+    long n = place_streams_of(p, w, &v);
+    int rc = n < 0 ? -1 : 0;
+    for (long j = 0; j < n && rc == 0; j++) {
         size_t ns = p->ns;
-        int rc = 0;
-        if (s->owner == (int32_t)w && s->state != ST_UNPLACED) {
-            if (expired && s->state == ST_OWNED) /* it is told; its epoch is old now */
-                rc = place_act(p, PLACE_REVOKE, w, s->epoch, s->key);
-            if (rc == 0)
-                rc = place_handoff(p, s, (int32_t)w);
-        } else if (s->state == ST_MOVING && s->target == (int32_t)w) {
-            s->target = -1; /* chosen at the release */
+        rc = drop_one(p, v[j], w, expired);
+        if (p->ns < ns && v[j] < p->ns && j < n - 1 && v[n - 1] == ns - 1) {
+            n--; /* forgotten: the last stream, one of w's, took its index */
+            j--;
         }
-        if (rc < 0)
-            return -1;
-        i += p->ns == ns; /* a stream forgotten: another took its place */
     }
+    if (n >= 0)
+        free(v);
+    if (rc < 0)
+        return -1;
     k->load = 0;
+    place_tree_touch(p, w);
     return place_settle(p);
 }
 
@@ -310,7 +350,7 @@ int place_tick(struct place *p, int64_t now, int64_t *next, struct cohort_err *e
             p->w[w].expired = now_expired[w] = any = true;
             leave(p, w);
         }
-    int rc = any ? place_ring_build(p) : 0;
+    int rc = 0;
     for (uint32_t w = 0; rc == 0 && any && w < p->nw; w++)
         if (now_expired[w]) /* its MOVING streams too, though none counts on it */
             rc = place_drop_worker(p, w, true);

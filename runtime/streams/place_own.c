@@ -1,7 +1,9 @@
 /* place_own.c - the streams of a placement (place.h) by key, and their
  * ownership: assignments, revocations, hand-offs, epochs and the actions
- * they make. The layer under place.c (the calls) and place_move.c
- * (workers coming and going); it calls only place_ring.c. */
+ * they make; each worker's lists of the streams it holds and gives up,
+ * and the cost and count of those that count on it. The layer under
+ * place.c (the calls) and place_move.c (workers coming and going); it
+ * calls only place_ring.c and place_tree.c. */
 #include "place_private.h"
 
 #include <stdlib.h>
@@ -82,13 +84,109 @@ static void unslot(struct place *p, size_t i)
     }
 }
 
+/* ---- each worker's lists ---------------------------------------------- */
+
+/* The worker whose HELD list s is in: its owner (OWNED), its target
+ * (MOVING), or -1. */
+static int32_t holder(const struct stream *s)
+{
+    return s->state == ST_OWNED ? s->owner : s->state == ST_MOVING ? s->target : -1;
+}
+
+static void link_in(struct place *p, uint32_t *head, uint32_t i, int l)
+{
+    uint32_t *k = p->s[i].link[l];
+    k[0] = PLACE_NONE;
+    k[1] = *head;
+    if (*head != PLACE_NONE)
+        p->s[*head].link[l][0] = i;
+    *head = i;
+}
+
+static void link_out(struct place *p, uint32_t *head, uint32_t i, int l)
+{
+    const uint32_t *k = p->s[i].link[l];
+    if (k[0] != PLACE_NONE)
+        p->s[k[0]].link[l][1] = k[1];
+    else
+        *head = k[1];
+    if (k[1] != PLACE_NONE)
+        p->s[k[1]].link[l][0] = k[0];
+}
+
+/* s into (in) or out of the lists its state, owner and target put it in:
+ * out before they change, in after. */
+static void lists(struct place *p, const struct stream *s, bool in)
+{
+    uint32_t i = (uint32_t)(s - p->s);
+    int32_t h = holder(s);
+    void (*op)(struct place *, uint32_t *, uint32_t, int) = in ? link_in : link_out;
+    if (h >= 0)
+        op(p, &p->w[h].head[PLACE_LIST_HELD], i, PLACE_LIST_HELD);
+    if (s->state == ST_MOVING)
+        op(p, &p->w[s->owner].head[PLACE_LIST_LEAVING], i, PLACE_LIST_LEAVING);
+}
+
+static int index_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+long place_streams_of(const struct place *p, uint32_t w, uint32_t **out)
+{
+    size_t n = 0;
+    for (int l = 0; l < 2; l++)
+        for (uint32_t i = p->w[w].head[l]; i != PLACE_NONE; i = p->s[i].link[l][1])
+            n++;
+    uint32_t *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    n = 0;
+    for (int l = 0; l < 2; l++)
+        for (uint32_t i = p->w[w].head[l]; i != PLACE_NONE; i = p->s[i].link[l][1])
+            v[n++] = i;
+    qsort(v, n, sizeof *v, index_cmp);
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++) /* once (moving from w back to w: in both lists) */
+        if (!m || v[m - 1] != v[j])
+            v[m++] = v[j];
+    *out = v;
+    return (long)m;
+}
+
+int place_lists_check(const struct place *p, struct cohort_err *err)
+{
+    for (uint32_t w = 0; w < p->nw; w++) {
+        uint32_t held = 0, counted = 0;
+        for (uint32_t i = p->w[w].head[PLACE_LIST_HELD]; i != PLACE_NONE;
+             i = p->s[i].link[PLACE_LIST_HELD][1]) {
+            if (i >= p->ns || holder(&p->s[i]) != (int32_t)w || ++held > p->ns)
+                return cohort_fail(err, "worker %u's list of streams held is wrong", w);
+            counted += !p->s[i].removed;
+        }
+        for (uint32_t i = p->w[w].head[PLACE_LIST_LEAVING]; i != PLACE_NONE;
+             i = p->s[i].link[PLACE_LIST_LEAVING][1])
+            if (i >= p->ns || p->s[i].state != ST_MOVING || p->s[i].owner != (int32_t)w ||
+                ++held > 2 * p->ns)
+                return cohort_fail(err, "worker %u's list of streams leaving is wrong", w);
+        if (counted != p->w[w].counted)
+            return cohort_fail(err, "worker %u: %u streams counted on it, %u in its list", w,
+                               p->w[w].counted, counted);
+    }
+    return 0;
+}
+
 void place_forget(struct place *p, struct stream *s)
 {
     size_t i = (size_t)(s - p->s), last = p->ns - 1;
+    lists(p, s, false);
     unslot(p, slot(p, s->key, s->hash));
     if (i != last) {
+        lists(p, &p->s[last], false);
         p->table[slot(p, p->s[last].key, p->s[last].hash)] = (uint32_t)i;
         p->s[i] = p->s[last];
+        lists(p, &p->s[i], true);
     }
     p->ns--;
 }
@@ -97,18 +195,33 @@ void place_forget(struct place *p, struct stream *s)
 
 int32_t place_counted(const struct stream *s)
 {
-    if (s->removed)
-        return -1;
-    return s->state == ST_OWNED ? s->owner : s->state == ST_MOVING ? s->target : -1;
+    return s->removed ? -1 : holder(s);
 }
 
 void place_recount(struct place *p, const struct stream *s, int32_t before)
 {
     int32_t after = place_counted(s);
-    if (before >= 0)
+    if (before >= 0) {
         p->w[before].load -= s->cost;
-    if (after >= 0)
+        p->w[before].counted--;
+    }
+    if (after >= 0) {
         p->w[after].load += s->cost;
+        p->w[after].counted++;
+    }
+    if (before >= 0)
+        place_tree_touch(p, (uint32_t)before);
+    if (after >= 0 && after != before)
+        place_tree_touch(p, (uint32_t)after);
+}
+
+void place_retarget(struct place *p, struct stream *s, int32_t target)
+{
+    int32_t before = place_counted(s);
+    lists(p, s, false);
+    s->target = target;
+    lists(p, s, true);
+    place_recount(p, s, before);
 }
 
 int place_act(struct place *p, enum place_act_type t, uint32_t w, uint64_t epoch,
@@ -135,9 +248,11 @@ int place_assign(struct place *p, struct stream *s, uint32_t w)
     int32_t before = place_counted(s);
     if (s->epoch)
         p->moves++;
+    lists(p, s, false);
     s->state = ST_OWNED;
     s->owner = (int32_t)w;
     s->target = -1;
+    lists(p, s, true);
     s->epoch = ++p->epoch;
     s->load = -1;
     place_recount(p, s, before);
@@ -147,8 +262,10 @@ int place_assign(struct place *p, struct stream *s, uint32_t w)
 int place_revoke(struct place *p, struct stream *s, int32_t target)
 {
     int32_t before = place_counted(s);
+    lists(p, s, false);
     s->state = ST_MOVING;
     s->target = target;
+    lists(p, s, true);
     place_recount(p, s, before);
     return place_act(p, PLACE_REVOKE, (uint32_t)s->owner, s->epoch, s->key);
 }
@@ -162,9 +279,12 @@ int place_handoff(struct place *p, struct stream *s, int32_t exclude)
     int32_t to = s->state == ST_MOVING ? s->target : -1;
     if (to < 0 || !p->w[to].alive || to == exclude) {
         int32_t before = place_counted(s);
+        lists(p, s, false);
         s->state = ST_UNPLACED; /* counted nowhere while it is chosen for */
         s->target = -1;
         place_recount(p, s, before);
+        if (place_ring_sync(p) < 0)
+            return -1;
         to = place_choose(p, s, exclude, true);
     }
     return to < 0 ? 0 : place_assign(p, s, (uint32_t)to);

@@ -1,8 +1,11 @@
 /* place_private.h - the stream placement's state (place.h), shared by its
  * modules, each calling only those after it: place.c (the calls),
  * place_move.c (joins, deaths, leases, bounds and shedding), place_own.c
- * (the streams by key, their ownership and epochs, the actions) and
- * place_ring.c (the ring, the preference walk, the choice of a worker). */
+ * (the streams by key, their ownership and epochs, each worker's lists of
+ * them, the actions), place_ring.c (the ring, brought up to date when a
+ * decision needs it, the preference walk, the choice of a worker) and
+ * place_tree.c (a tree over the workers' loads: the first over its bound,
+ * the first with room, without a scan of all). */
 #ifndef COHORT_PLACE_PRIVATE_H
 #define COHORT_PLACE_PRIVATE_H
 
@@ -24,7 +27,15 @@ struct stream {
     int32_t target;         /* MOVING: where it goes at the release (-1: chosen then) */
     enum stream_state state;
     bool removed;           /* MOVING: forgotten at the release */
+    uint32_t link[2][2];    /* its neighbours (prev, next) in the lists it is in (PLACE_LIST_*) */
 };
+
+#define PLACE_NONE UINT32_MAX /* no stream: a list's end */
+
+/* A worker's lists of streams, by index in the set's array, in no order:
+ * HELD, those it owns (OWNED) or is to get (MOVING to it), removed ones
+ * too; LEAVING, those revoked from it (MOVING from it). */
+enum { PLACE_LIST_HELD, PLACE_LIST_LEAVING };
 
 struct pworker {
     double cap;
@@ -34,11 +45,22 @@ struct pworker {
     bool alive;             /* joined, connected, lease running */
     bool expired;           /* connected, but its lease ran out */
     uint32_t seen;          /* the preference walk's mark */
+    uint32_t head[2];       /* its lists' first streams (PLACE_LIST_*) */
+    uint32_t counted;       /* streams whose cost counts on it (held, not removed) */
+    uint32_t points;        /* its points on the ring as last brought up to date */
 };
 
 struct point {
     uint64_t h;
     uint32_t w;
+    uint32_t i;             /* the worker's i-th point */
+};
+
+/* A node of the tree over the workers (place_tree.c). */
+struct span {
+    double hi;              /* the most load per capacity of a worker settle must look at */
+    double lo;              /* the least (load + min_cost) per capacity of a live worker */
+    double least;           /* the least load of a live worker */
 };
 
 struct place {
@@ -49,8 +71,12 @@ struct place {
     size_t ns, caps;
     uint32_t *table;        /* key hash -> index in s, open addressing */
     size_t tcap;            /* a power of two */
-    struct point *ring;
+    struct point *ring;     /* sorted by hash, then worker */
     size_t npoints, cappoints;
+    bool ring_stale;        /* workers came or went since the ring was brought up to date */
+    struct span *tree;      /* 2 x leaves nodes; node 1 the root, leaf w at leaves + w */
+    size_t leaves;          /* a power of two, at least nw */
+    uint32_t tiny;          /* live workers of capacity below PLACE_GATE_MIN */
     uint32_t walk;          /* the preference walk's generation */
     double total_cost;      /* of live (not removed) streams */
     double total_cap;       /* of live workers */
@@ -81,12 +107,22 @@ void place_forget(struct place *p, struct stream *s);
 int32_t place_counted(const struct stream *s);
 /* Moves s's cost from where it counted (before) to where it counts now. */
 void place_recount(struct place *p, const struct stream *s, int32_t before);
+/* s (MOVING) goes to target (-1: chosen at the release) instead. */
+void place_retarget(struct place *p, struct stream *s, int32_t target);
+/* The streams in worker w's lists, by index, ascending, each once: their
+ * count (*out malloc'd), or -1 when out of memory. */
+long place_streams_of(const struct place *p, uint32_t w, uint32_t **out);
+/* Whether the lists and counts agree with the streams (place_check). */
+int place_lists_check(const struct place *p, struct cohort_err *err);
 
 #define PLACE_MAX_POINTS_FACTOR 16 /* a worker's ring points: at most this x vnodes */
 
 /* place_ring.c */
 uint64_t place_hash(const char *key);
-int place_ring_build(struct place *p);
+/* The ring for the live workers now (nothing to do when they have not
+ * changed): 0, or -1 when out of memory. Before every place_first and
+ * place_choose. */
+int place_ring_sync(struct place *p);
 /* The first live worker of the preference list of hash, or -1. */
 int32_t place_first(const struct place *p, uint64_t hash);
 /* The worker s should go to: the first of its preference list with room
@@ -95,6 +131,33 @@ int32_t place_first(const struct place *p, uint64_t hash);
  * live. */
 int32_t place_choose(struct place *p, const struct stream *s, int32_t exclude, bool fallback);
 double place_bound_of(const struct place *p, uint32_t w, double total_cost);
+
+/* place_tree.c */
+#define PLACE_GATE_MIN 1e-100 /* below it, a capacity or cost turns the gates off */
+/* Thresholds on the tree's hi (strictly above) and lo (at or below) that
+ * every worker over its bound, and every worker with room for the
+ * cheapest stream, passes (with few others). */
+struct place_gates {
+    double over, room;
+};
+void place_gates(const struct place *p, struct place_gates *g);
+/* What a worker must pass: PLACE_OVER, hi > thr (it may be over its
+ * bound); PLACE_ROOM, lo <= thr (it may have room for the cheapest
+ * stream); PLACE_TAKER, that or a load below half the cheapest stream's
+ * (it may have room for any stream: place_ring.c's room). */
+enum place_pass { PLACE_OVER, PLACE_ROOM, PLACE_TAKER };
+/* The tree for nw workers, all dead: 0, or -1 when out of memory. */
+int place_tree_new(struct place *p);
+/* Worker w's load, capacity, life or counted streams changed. */
+void place_tree_touch(struct place *p, uint32_t w);
+/* min_cost changed: every worker. */
+void place_tree_rebuild(struct place *p);
+/* The first worker at or after from that passes, or -1. */
+long place_tree_next(const struct place *p, size_t from, enum place_pass pass, double thr);
+/* The least lo of a worker but exclude (-1: none excluded); +inf for none. */
+double place_tree_least(const struct place *p, int32_t exclude);
+/* The first worker whose node is not what its state says, or -1. */
+long place_tree_stale(const struct place *p);
 
 /* place_move.c */
 /* Workers above their bound shed their costliest streams. */

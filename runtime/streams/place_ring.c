@@ -1,10 +1,19 @@
 /* place_ring.c - the stream placement's hash ring (place.h): its points
- * for the live workers, a stream's preference walk, the load bound, and
- * the choice of a worker for a stream. */
+ * for the live workers, brought up to date only when a decision needs it
+ * (joins and deaths before any stream cost nothing), a stream's
+ * preference walk, the load bound, and the choice of a worker for a
+ * stream. A walk that goes long (few workers with room) asks the tree
+ * (place_tree.c) which workers may have room and takes the one the walk
+ * would meet first; with none, the least loaded comes from the tree too
+ * when the stream is one of the cheapest. */
 #include "place_private.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
+
+#define WALK_FIRST 1024   /* steps of a walk before the tree is asked */
+#define NEAREST_MAX 1024  /* workers that may have room: more, and the walk goes on */
 
 /* A 64-bit mix (SplitMix64's finalizer): nearby inputs land far apart. */
 static uint64_t mix(uint64_t x)
@@ -22,6 +31,12 @@ uint64_t place_hash(const char *key)
     for (const unsigned char *k = (const unsigned char *)key; *k; k++)
         h = (h ^ *k) * UINT64_C(0x100000001b3);
     return mix(h);
+}
+
+/* The hash of worker w's i-th point. */
+static uint64_t point_hash(uint32_t w, size_t i)
+{
+    return mix(((uint64_t)w << 32 | i) ^ UINT64_C(0x5bd1e995));
 }
 
 static int point_cmp(const void *a, const void *b)
@@ -43,29 +58,91 @@ static size_t points_of(const struct place *p, uint32_t w)
     return v < 1 ? 1 : v > most ? (size_t)most : (size_t)v;
 }
 
-int place_ring_build(struct place *p)
+static size_t want_of(const struct place *p, uint32_t w)
 {
-    size_t n = 0;
-    for (uint32_t w = 0; w < p->nw; w++)
-        if (p->w[w].alive)
-            n += points_of(p, w);
-    if (n > p->cappoints) {
-        struct point *r = realloc(p->ring, n * sizeof *r);
+    return p->w[w].alive ? points_of(p, w) : 0;
+}
+
+/* Sorts the n points of a by hash (tmp: room for n more); those of equal
+ * hash keep their order. LSD radix, a byte a pass. */
+static void sort_points(struct point *a, struct point *tmp, size_t n)
+{
+    struct point *src = a, *dst = tmp;
+    for (int shift = 0; shift < 64; shift += 8) {
+        size_t at[256] = {0}, sum = 0;
+        for (size_t i = 0; i < n; i++)
+            at[src[i].h >> shift & 255]++;
+        for (int d = 0; d < 256; d++) {
+            size_t c = at[d];
+            at[d] = sum;
+            sum += c;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[at[src[i].h >> shift & 255]++] = src[i];
+        struct point *t = src; /* eight passes: the last lands in a */
+        src = dst;
+        dst = t;
+    }
+}
+
+/* The points of the workers whose count grew into f, in point_cmp's order
+ * (made by worker, then sorted stably by hash); every worker's count set
+ * to what it is now. */
+static void fresh_points(struct place *p, struct point *f, struct point *tmp, size_t n)
+{
+    size_t k = 0;
+    for (uint32_t w = 0; w < p->nw; w++) {
+        size_t want = want_of(p, w);
+        for (size_t i = p->w[w].points; i < want; i++)
+            f[k++] = (struct point){point_hash(w, i), w, (uint32_t)i};
+        p->w[w].points = (uint32_t)want;
+    }
+    sort_points(f, tmp, n);
+}
+
+/* The ring is what a full build for the live workers would give (each
+ * worker's points 0 to points_of - 1, sorted by hash then worker: the order
+ * is total): the points of workers whose count fell come out, those of
+ * workers whose count grew are sorted and merged in, one pass over the
+ * ring when few change. */
+int place_ring_sync(struct place *p)
+{
+    if (!p->ring_stale)
+        return 0;
+    size_t keep = 0, add = 0;
+    for (uint32_t w = 0; w < p->nw; w++) {
+        size_t want = want_of(p, w), had = p->w[w].points;
+        keep += want < had ? want : had;
+        add += want > had ? want - had : 0;
+    }
+    if (keep + add > p->cappoints) {
+        struct point *r = realloc(p->ring, (keep + add) * sizeof *r);
         if (!r)
             return -1;
         p->ring = r;
-        p->cappoints = n;
+        p->cappoints = keep + add;
     }
-    size_t k = 0;
-    for (uint32_t w = 0; w < p->nw; w++) {
-        if (!p->w[w].alive)
-            continue;
-        size_t m = points_of(p, w);
-        for (size_t i = 0; i < m; i++)
-            p->ring[k++] = (struct point){mix(((uint64_t)w << 32 | i) ^ UINT64_C(0x5bd1e995)), w};
+    /* with nothing kept, the new points go straight into the ring */
+    struct point *f = keep ? malloc((add ? add : 1) * sizeof *f) : p->ring,
+                 *tmp = malloc((add ? add : 1) * sizeof *tmp);
+    if ((keep && !f) || !tmp) {
+        free(tmp);
+        if (keep)
+            free(f);
+        return -1;
     }
-    qsort(p->ring, k, sizeof *p->ring, point_cmp);
-    p->npoints = k;
+    fresh_points(p, f, tmp, add);
+    free(tmp);
+    size_t a = 0, b = add, k = keep + add;
+    for (size_t j = 0; keep && j < p->npoints; j++) /* the points kept, in order */
+        if (p->ring[j].i < p->w[p->ring[j].w].points)
+            p->ring[a++] = p->ring[j];
+    while (keep && b) /* merged in from the back */
+        p->ring[--k] = a && point_cmp(&p->ring[a - 1], &f[b - 1]) > 0 ? p->ring[--a] : f[--b];
+    if (keep)
+        free(f);
+    p->npoints = keep + add;
+    p->ring_stale = false;
     return 0;
 }
 
@@ -104,9 +181,16 @@ static bool room(const struct place *p, uint32_t w, double cost)
 }
 
 /* No worker of the walk had room: the live one (not exclude, when there
- * is another) with the lowest load per capacity once it takes cost. */
+ * is another) with the lowest load per capacity once it takes cost, the
+ * first of equals. For one of the cheapest streams that is the tree's
+ * least lo, computed alike (unless it overflowed). */
 static int32_t least_loaded(const struct place *p, double cost, int32_t exclude)
 {
+    double m = cost == p->min_cost ? place_tree_least(p, exclude) : INFINITY;
+    if (m < DBL_MAX) {
+        long x = place_tree_next(p, 0, PLACE_ROOM, m);
+        return (int32_t)(x == exclude ? place_tree_next(p, (size_t)x + 1, PLACE_ROOM, m) : x);
+    }
     int32_t best = -1;
     double best_f = INFINITY;
     for (uint32_t w = 0; w < p->nw; w++) {
@@ -121,6 +205,62 @@ static int32_t least_loaded(const struct place *p, double cost, int32_t exclude)
     return best >= 0 ? best : exclude >= 0 && p->w[exclude].alive ? exclude : -1;
 }
 
+/* Where a walk from hash from meets a point: before every point of a
+ * lower triple. */
+struct meet {
+    bool wrapped;           /* below from: met after the ring's end */
+    uint64_t h;
+    uint32_t w;
+};
+
+static bool sooner(struct meet a, struct meet b)
+{
+    if (a.wrapped != b.wrapped)
+        return b.wrapped;
+    return a.h != b.h ? a.h < b.h : a.w < b.w;
+}
+
+/* Where the walk from hash from meets worker x first. */
+static struct meet first_meet(const struct place *p, uint32_t x, uint64_t from)
+{
+    struct meet m = {true, UINT64_MAX, x};
+    for (size_t i = 0; i < p->w[x].points; i++) {
+        uint64_t h = point_hash(x, i);
+        struct meet c = {h < from, h, x};
+        if (i == 0 || sooner(c, m))
+            m = c;
+    }
+    return m;
+}
+
+/* The worker with room for s (never exclude) that s's walk meets first,
+ * from the workers the tree says may have room (all that have): -1 when
+ * none has, -2 when more than NEAREST_MAX may (the walk goes on). */
+static int32_t nearest(const struct place *p, const struct stream *s, int32_t exclude)
+{
+    struct place_gates g;
+    place_gates(p, &g);
+    int32_t best = -1;
+    struct meet bm = {true, UINT64_MAX, 0};
+    long n = 0;
+    for (long x = place_tree_next(p, 0, PLACE_TAKER, g.room); x >= 0;
+         x = place_tree_next(p, (size_t)x + 1, PLACE_TAKER, g.room)) {
+        if (++n > NEAREST_MAX)
+            return -2;
+        if ((int32_t)x == exclude || !room(p, (uint32_t)x, s->cost))
+            continue;
+        struct meet m = first_meet(p, (uint32_t)x, s->hash);
+        if (best < 0 || sooner(m, bm)) {
+            best = (int32_t)x;
+            bm = m;
+        }
+    }
+    return best;
+}
+
+/* The walk: the first point whose worker is not exclude and has room (a
+ * worker met again was looked at already); after WALK_FIRST steps the
+ * tree finds it, unless too many workers may have room. */
 int32_t place_choose(struct place *p, const struct stream *s, int32_t exclude, bool fallback)
 {
     if (!p->npoints)
@@ -133,6 +273,13 @@ int32_t place_choose(struct place *p, const struct stream *s, int32_t exclude, b
     uint32_t distinct = 0;
     size_t i = start_of(p, s->hash);
     for (size_t step = 0; step < p->npoints && distinct < p->live; step++) {
+        if (step == WALK_FIRST) {
+            int32_t x = nearest(p, s, exclude);
+            if (x >= 0)
+                return x;
+            if (x == -1)
+                break;
+        }
         uint32_t w = p->ring[(i + step) % p->npoints].w;
         if (p->w[w].seen == p->walk)
             continue;

@@ -1,0 +1,166 @@
+/* place_tree.c - the stream placement's tree over its workers (place.h):
+ * a segment tree whose leaf w summarizes worker w, kept as loads change, so
+ * that settling the bound finds the workers over it, the room check and a
+ * long preference walk the workers with room, and the fallback the least
+ * loaded, without looking at every worker. It only narrows the search:
+ * whoever walks it checks each worker it names exactly as before.
+ *
+ * Leaf w: hi, worker w's load per capacity when settle must look at it
+ * (live and holding two streams or more, or one it is not alone with: a
+ * stream alone on a worker never moves off it), else -inf; lo, its (load
+ * + min_cost) per capacity when live, else +inf; least, its load when
+ * live, else +inf. A node holds the most hi, the least lo and the least
+ * least of its leaves.
+ *
+ * The gates (place_gates): let t = (1 + epsilon) x total_cost / total_cap
+ * x (1 + 1e-12). A worker is over its bound when load > bound x (1 +
+ * 1e-12), bound = (1 + epsilon) x cap / total_cap x total_cost, i.e. load
+ * / cap > t up to a few roundings, and has room for the cheapest stream
+ * when (load + min_cost) / cap <= t likewise. While every live capacity,
+ * min_cost and total_cap are at least PLACE_GATE_MIN (1e-100) and
+ * total_cost is not negative, every quantity in both is a normal double
+ * (costs of at least 1e-100 keep loads and totals multiples of 2^-385,
+ * far from the subnormals), so each side is within 1e-15 of the real
+ * value and a slack of 1e-9 lets every such worker through: over: hi > t
+ * x (1 - 1e-9); room: lo <= t x (1 + 1e-9) (t = 0: hi > 0, lo <= 0,
+ * exactly). Outside those bounds the gates let every candidate through
+ * (over: -inf; room: the largest double), as the scans of all did. */
+#include "place_private.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+
+#define GATE_SLACK 1e-9
+
+void place_gates(const struct place *p, struct place_gates *g)
+{
+    g->over = -INFINITY;
+    g->room = DBL_MAX;
+    if (p->min_cost < PLACE_GATE_MIN || p->tiny || !(p->total_cap >= PLACE_GATE_MIN) ||
+        !(p->total_cost >= 0))
+        return;
+    double t = (1 + p->o.epsilon) * p->total_cost / p->total_cap * (1 + 1e-12);
+    g->over = t * (1 - GATE_SLACK);
+    g->room = t * (1 + GATE_SLACK);
+}
+
+/* Whether settle must look at worker w: two streams or more count on it,
+ * or one it is not alone with (move_off's test). */
+static bool settles(const struct place *p, uint32_t w)
+{
+    const struct pworker *k = &p->w[w];
+    if (k->counted != 1)
+        return k->counted > 1;
+    uint32_t i = k->head[PLACE_LIST_HELD];
+    while (p->s[i].removed) /* the one not removed */
+        i = p->s[i].link[PLACE_LIST_HELD][1];
+    return !(k->load - p->s[i].cost < 0.5 * p->min_cost);
+}
+
+static struct span leaf(const struct place *p, uint32_t w)
+{
+    const struct pworker *k = &p->w[w];
+    if (!k->alive)
+        return (struct span){-INFINITY, INFINITY, INFINITY};
+    return (struct span){settles(p, w) ? fmax(k->load / k->cap, -DBL_MAX) : -INFINITY,
+                         fmin((k->load + p->min_cost) / k->cap, DBL_MAX), k->load};
+}
+
+static struct span both(struct span a, struct span b)
+{
+    return (struct span){fmax(a.hi, b.hi), fmin(a.lo, b.lo), fmin(a.least, b.least)};
+}
+
+int place_tree_new(struct place *p)
+{
+    p->leaves = 1;
+    while (p->leaves < p->nw)
+        p->leaves *= 2;
+    if (!(p->tree = malloc(2 * p->leaves * sizeof *p->tree)))
+        return -1;
+    for (size_t i = 0; i < 2 * p->leaves; i++)
+        p->tree[i] = (struct span){-INFINITY, INFINITY, INFINITY};
+    return 0;
+}
+
+void place_tree_touch(struct place *p, uint32_t w)
+{
+    size_t i = p->leaves + w;
+    p->tree[i] = leaf(p, w);
+    for (i /= 2; i; i /= 2)
+        p->tree[i] = both(p->tree[2 * i], p->tree[2 * i + 1]);
+}
+
+void place_tree_rebuild(struct place *p)
+{
+    for (uint32_t w = 0; w < p->nw; w++)
+        p->tree[p->leaves + w] = leaf(p, w);
+    for (size_t i = p->leaves - 1; i; i--)
+        p->tree[i] = both(p->tree[2 * i], p->tree[2 * i + 1]);
+}
+
+static bool passes(const struct place *p, struct span s, enum place_pass pass, double thr)
+{
+    return pass == PLACE_OVER ? s.hi > thr
+                              : s.lo <= thr || (pass == PLACE_TAKER && s.least < 0.5 * p->min_cost);
+}
+
+long place_tree_next(const struct place *p, size_t from, enum place_pass pass, double thr)
+{
+    if (from >= p->nw)
+        return -1;
+    size_t i = p->leaves + from;
+    for (;;) {
+        if (passes(p, p->tree[i], pass, thr)) { /* down to its first leaf that passes */
+            while (i < p->leaves) {
+                i *= 2;
+                i += !passes(p, p->tree[i], pass, thr);
+            }
+            return (long)(i - p->leaves);
+        }
+        while (i & 1) /* up while a right child; then on to the right */
+            i /= 2;
+        if (!i)
+            return -1;
+        i++;
+    }
+}
+
+/* The least lo of workers a to b - 1. */
+static double least_in(const struct place *p, size_t a, size_t b)
+{
+    double m = INFINITY;
+    for (a += p->leaves, b += p->leaves; a < b; a /= 2, b /= 2) {
+        if (a & 1)
+            m = fmin(m, p->tree[a++].lo);
+        if (b & 1)
+            m = fmin(m, p->tree[--b].lo);
+    }
+    return m;
+}
+
+double place_tree_least(const struct place *p, int32_t exclude)
+{
+    if (exclude < 0)
+        return p->tree[1].lo;
+    return fmin(least_in(p, 0, (size_t)exclude), least_in(p, (size_t)exclude + 1, p->nw));
+}
+
+long place_tree_stale(const struct place *p)
+{
+    for (uint32_t w = 0; w < p->nw; w++) {
+        struct span s = leaf(p, w), t = p->tree[p->leaves + w];
+        if (s.hi != t.hi || s.lo != t.lo || s.least != t.least)
+            return w;
+    }
+    for (size_t i = p->leaves - 1; i; i--) {
+        struct span s = both(p->tree[2 * i], p->tree[2 * i + 1]);
+        if (s.hi != p->tree[i].hi || s.lo != p->tree[i].lo || s.least != p->tree[i].least) {
+            while (i < p->leaves) /* its first worker */
+                i *= 2;
+            return (long)(i - p->leaves);
+        }
+    }
+    return -1;
+}
