@@ -177,6 +177,8 @@ int main(int argc, char **argv)
     if (s.workers < 2 * PER_NODE || s.streams < 1 || !before || !after ||
         place_new(s.workers, NULL, &s.p, &e) != PLACE_OK) {
         fprintf(stderr, "usage: streams_sim WORKERS (16 to %u) [STREAMS]\n", PLACE_MAX_WORKERS);
+        free(before);
+        free(after);
         return 2;
     }
     double first = 0, join_s = joins(&s), add_s = adds(&s, &first), start_tick = s.tick_s;

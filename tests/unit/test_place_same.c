@@ -344,6 +344,7 @@ int main(void)
     struct place_opts o = {.lease_ms = 5000, .shed_after_ms = 3000};
     struct place_opts tight = {.epsilon = 0.01, .vnodes = 3, .lease_ms = 4000};
     struct place_opts loose = {.epsilon = 100, .vnodes = 1, .lease_ms = 4000};
+    static const double two_costs[] = {1, 50};
     struct {
         const char *what;
         uint64_t got, want;
@@ -362,6 +363,8 @@ int main(void)
          nodes(6, 64, 100), UINT64_C(0x703f46db4874ee52)},
         {"leases: 100 workers, 2,000 streams, a fifth silent at a time, shedding",
          leases(7, 100, 2000), UINT64_C(0x60ba93ef031405eb)},
+        {"churn, epsilon 0.01, costs 1 and 50: 1,100 workers (long walks past 1,024 with room)",
+         churn(8, 1100, 2000, 1500, &tight, two_costs, 2, caps, 3), UINT64_C(0xee56f49972c748e4)},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         ok(t[i].got == t[i].want, "%s: digest 0x%016" PRIx64 " (recorded 0x%016" PRIx64 ")",
