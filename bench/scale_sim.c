@@ -51,6 +51,7 @@
 #include <time.h>
 
 #include "coord_config.h"
+#include "step.h"
 #include "work_msg.h"
 #include "work_sched.h"
 
@@ -414,7 +415,13 @@ static void relay_tree(struct sim *m, unsigned *levels, unsigned *coord_fds, uns
 {
     const char *f = getenv("FANOUT"), *r = getenv("RELAY_US");
     struct coord_config cfg = {.num_nodes = (m->nw + PER_NODE - 1) / PER_NODE,
-                               .fanout = f ? (uint32_t)atoi(f) : COORD_DEFAULT_FANOUT};
+                               .fanout = COORD_DEFAULT_FANOUT};
+    struct cohort_err err;
+    if (f && (parse_u32("FANOUT", f, &cfg.fanout, &err) < 0 || cfg.fanout < 1 ||
+              cfg.fanout > COORD_MAX_FANOUT)) {
+        fprintf(stderr, "scale_sim: FANOUT=%s: give 1 to %u\n", f, COORD_MAX_FANOUT);
+        exit(2);
+    }
     double relay_us = r ? atof(r) : 20;
     *levels = coord_relay_levels(&cfg);
     *coord_fds = 1 + coord_relay_kids(&cfg, COORD_TOP);
