@@ -10,6 +10,9 @@
 
 /* Where the budget binds, no lease shrinks below the lease time over this. */
 #define TAIL_DIVISOR 4
+/* Where the budget binds, each lease's time is spread over this share of
+ * it either way (see work_sched.h). */
+#define LEASE_SPREAD 0.25
 
 /* The mean measured rate (items per ms), 0 when none is. */
 static double mean_rate(const struct sched *s)
@@ -28,23 +31,38 @@ static double lease_ms(const struct sched *s)
     return budget > (double)s->o.target_ms ? budget : (double)s->o.target_ms;
 }
 
+/* A factor in [1 - LEASE_SPREAD, 1 + LEASE_SPREAD): a hash of the worker
+ * and how many leases it has had, so the same calls give the same leases. */
+static double spread(const struct sched *s, const struct worker *wk)
+{
+    uint64_t z = (uint64_t)(wk - s->w) * UINT64_C(0x9E3779B97F4A7C15) +
+                 (wk->st.leases + 1) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ z >> 31) * UINT64_C(0x94D049BB133111EB);
+    z ^= z >> 29;
+    return 1 + LEASE_SPREAD * (ldexp((double)(z >> 11), -52) - 1);
+}
+
 /* Items for worker wk's next lease from the queue: rate x the lease time
  * (before its rate is known, the first lease doubled per commit too quick
- * to measure, or the mean rate's lease where the budget binds), at most
- * half its share of what is queued, at least 1, at most cap and what is
- * queued. */
+ * to measure, or the mean rate's lease where the budget binds; there
+ * spread), at most half its share of what is queued (where the budget
+ * binds, not under TAIL_DIVISOR's floor), at least 1, at most cap and what
+ * is queued. */
 static uint64_t lease_size(const struct sched *s, const struct worker *wk, size_t cap)
 {
     double mean = mean_rate(s), share = 1.0 / s->n_active, t = lease_ms(s);
     double base = wk->rate > 0                            ? wk->rate * t
                   : mean > 0 && t > (double)s->o.target_ms ? mean * t
                   : ldexp((double)s->o.first_lease, wk->probes < 20 ? wk->probes : 20);
+    bool binds = t > (double)s->o.target_ms && mean > 0;
+    if (binds)
+        base *= spread(s, wk);
     if (mean > 0) {
         double mine = wk->rate > 0 ? wk->rate : mean;
         share = mine / (s->sum_rate + (s->n_active - s->n_measured) * mean);
     }
     double size = fmin(floor(base + 0.5), ceil((double)s->queued * share / 2));
-    if (t > (double)s->o.target_ms && mean > 0) /* the budget binds: the tail's leases too */
+    if (binds) /* the tail's leases too */
         size = fmax(size, floor((wk->rate > 0 ? wk->rate : mean) * t / TAIL_DIVISOR));
     uint64_t n = size < 1 ? 1 : (uint64_t)fmin(size, (double)s->queued);
     return n < cap ? n : cap;

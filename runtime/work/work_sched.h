@@ -28,8 +28,13 @@
  *   doing them). Then a worker not yet measured gets the mean
  *   rate's lease at once instead of doubling its way up from first_lease
  *   (once any worker is measured), and waits (SCHED_WAIT) last that long
- *   too. The queue's end is unchanged: leases still shrink to its half
- *   share, so the tail stays about one item's time.
+ *   too. There each lease's time is also spread over +-25 % of it, by a
+ *   hash of the worker and its count of leases (the same calls give the
+ *   same leases): workers of one speed that started together would
+ *   otherwise come back in the same millisecond lease after lease, the
+ *   last of them waiting for the coordinator to answer all the others.
+ *   The queue's end is unchanged: leases still shrink to its half share
+ *   (not under a quarter of the lease time), so the tail stays short.
  * - Attempts: an item counts one attempt each time it goes back to the
  *   queue: given back (sched_fail), taken back at its deadline, or held by
  *   a lost worker. So a poison item that crashes or hangs every worker that

@@ -493,6 +493,55 @@ static void test_lease_budget(void)
        "(about 600), %" PRIu64 " items taken back (none)", rate, back);
 }
 
+/* The second leases of nw workers of one speed that all started at 0
+ * (1 item, 10 ms) under a budget of 200 leases a second: their sizes. */
+static int second_leases(unsigned nw, uint64_t *size)
+{
+    struct sched *s;
+    struct cohort_err err;
+    struct sched_grant g;
+    static uint64_t ids[CAP];
+    struct sched_opts o = {.lease_rate = 200};
+    if (sched_create(10000000, nw, &o, &s, &err) < 0)
+        return -1;
+    int rc = 0;
+    for (unsigned i = 0; i < nw && rc == 0; i++)
+        rc = sched_lease(s, i, 0, ids + i, 1, &g, &err) == SCHED_OK && g.n == 1 ? 0 : -1;
+    for (unsigned i = 0; i < nw && rc == 0; i++) {
+        uint64_t id = ids[i];
+        rc = sched_commit(s, i, 10, &id, 1, NULL, NULL, &err) == SCHED_OK &&
+                     sched_lease(s, i, 10, ids + nw, CAP - nw, &g, &err) == SCHED_OK
+                 ? 0 : -1;
+        size[i] = g.n;
+    }
+    rc = rc ? rc : sched_check(s, &err);
+    sched_destroy(s);
+    return rc;
+}
+
+static void test_lease_spread(void)
+{
+    enum { NW = 1200 };
+    static uint64_t a[NW], b[NW];
+    if (!ok(second_leases(NW, a) == 0 && second_leases(NW, b) == 0,
+            "1,200 workers of one speed under a budget: their second leases granted"))
+        return;
+    uint64_t lo = UINT64_MAX, hi = 0, sum = 0, eq = 0;
+    for (unsigned i = 0; i < NW; i++) {
+        lo = a[i] < lo ? a[i] : lo;
+        hi = a[i] > hi ? a[i] : hi;
+        sum += a[i];
+        eq += i && a[i] == a[i - 1];
+    }
+    /* 0.1 items a ms x the budget's 6 s: 600 items, spread +-25 % */
+    ok(lo >= 450 && hi <= 750 && hi - lo >= 250 && eq < NW / 10,
+       "leases of workers that started together are spread: %" PRIu64 " to %" PRIu64 " items "
+       "(600 +- 25 %%), %" PRIu64 " equal to the one before", lo, hi, eq);
+    ok(sum >= 570 * NW && sum <= 630 * NW, "their mean is the budget's lease: %.1f items (600)",
+       (double)sum / NW);
+    ok(memcmp(a, b, sizeof a) == 0, "the same calls give the same leases");
+}
+
 /* ---- 4. deadlines, extend, speculation's first commit ---- */
 
 static void test_timeout(void)
@@ -663,6 +712,7 @@ int main(void)
     test_adaptive((const double[]){1, 1, 1, 0.25}, 4, "1:1:1:0.25", 0, 3);
     test_first_leases();
     test_lease_budget();
+    test_lease_spread();
     test_timeout();
     test_attempts();
     test_resume_and_bad_input();
