@@ -14,7 +14,8 @@
 # coordinator holds, a part no journal published, a rerun without output),
 # one line on every rank.
 # OUTPUT_KILL_ROUNDS (default 30) and OUTPUT_COORD_ROUNDS (default 15) set
-# the rounds. TAP.
+# the rounds; under the sanitizers (looking for memory errors: the -Werror
+# build runs every round) 10 and 5. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/work/work_check"
@@ -22,8 +23,10 @@ work="$COHORT_BUILDDIR/runtime/tools/cohort-work"
 verify="$COHORT_SRCDIR/tests/work/output_verify.py"
 COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
 export COHORT_WORK_COORD
-kill_rounds=${OUTPUT_KILL_ROUNDS:-30}
-coord_rounds=${OUTPUT_COORD_ROUNDS:-15}
+kill_rounds=${OUTPUT_KILL_ROUNDS:-${COHORT_SANITIZED:+10}}
+kill_rounds=${kill_rounds:-30}
+coord_rounds=${OUTPUT_COORD_ROUNDS:-${COHORT_SANITIZED:+5}}
+coord_rounds=${coord_rounds:-15}
 command -v python3 >/dev/null || skip_all "no python3 for tests/work/output_verify.py"
 
 summary() {

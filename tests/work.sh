@@ -15,15 +15,18 @@
 # and a low soft limit raised; the coordinator's environment (no secret,
 # none of the user's variables); bad input, one line on every rank.
 # WORK_KILL_ROUNDS (default 100) and WORK_COORD_ROUNDS (default 50) set the
-# rounds. TAP.
+# rounds; under the sanitizers (looking for memory errors, not rare
+# interleavings: the -Werror build runs every round) 20 and 10. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 spawn="$COHORT_BUILDDIR/tests/bootstrap/spawn"
 check="$COHORT_BUILDDIR/tests/work/work_check"
 status="$COHORT_BUILDDIR/runtime/tools/cohort-work"
 COHORT_WORK_COORD="$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
 export COHORT_WORK_COORD
-kill_rounds=${WORK_KILL_ROUNDS:-100}
-coord_rounds=${WORK_COORD_ROUNDS:-50}
+kill_rounds=${WORK_KILL_ROUNDS:-${COHORT_SANITIZED:+20}}
+kill_rounds=${kill_rounds:-100}
+coord_rounds=${WORK_COORD_ROUNDS:-${COHORT_SANITIZED:+10}}
+coord_rounds=${coord_rounds:-50}
 
 # summary: spawn's line, the first failure and the ranks' ok count.
 summary() {
