@@ -336,7 +336,8 @@ static int dial_parent(struct tree *t, struct cohort_err *err)
  * step otherwise is refused and fails the step; one that is not ours, or
  * comes twice, is refused alone. Both are configuration errors: the tasks
  * were not started as one step. */
-static enum net_admit admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+static enum net_admit admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                            struct cohort_err *why)
 {
     struct tree *t = ctx;
     char theirs[96], mine[96], who[128];
@@ -361,7 +362,9 @@ static enum net_admit admit(void *ctx, const struct hs_hello *h, struct cohort_e
         return NET_DROP;
     bool mine_node = node == t->node;
     bool leader = rank == t->node_first[node] && !mine_node && tree_up_node(t, node) == t->node;
-    if (!mine_node && !leader)
+    /* this node's ranks come over its Unix socket, the leaders below over
+     * TCP: a key holder on the other way is dropped */
+    if ((!mine_node && !leader) || via_unix != mine_node)
         return NET_DROP;
     if (t->joined[rank]) {
         cohort_fail_code(why, COHORT_E_CONFIG,

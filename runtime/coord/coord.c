@@ -69,10 +69,11 @@ void coord_free(struct coord *co)
     free(co);
 }
 
-enum net_admit coord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+enum net_admit coord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                           struct cohort_err *why)
 {
     struct coord *co = ctx;
-    return peers_admit(co->peers, h, why);
+    return peers_admit(co->peers, h, via_unix, why);
 }
 
 void coord_attach(struct coord *co, struct net *net)

@@ -34,7 +34,8 @@ int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_
 void coord_free(struct coord *co);
 
 /* net's admit callback for the coordinator's listener (ctx: the coord). */
-enum net_admit coord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+enum net_admit coord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                           struct cohort_err *why);
 /* Serves on net from now on. */
 void coord_attach(struct coord *co, struct net *net);
 

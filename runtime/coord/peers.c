@@ -41,10 +41,11 @@ void peers_free(struct peers *p)
     free(p);
 }
 
-enum net_admit peers_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+enum net_admit peers_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                           struct cohort_err *why)
 {
     struct peers *p = ctx;
-    if (!coord_config_has_rank(p->cfg, h))
+    if (!coord_config_has_rank(p->cfg, h) || via_unix) /* relays come over TCP */
         return NET_DROP;
     if (p->relay[h->node]) {
         cohort_fail_code(why, COHORT_E_CONFIG,

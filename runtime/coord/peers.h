@@ -37,7 +37,8 @@ void peers_free(struct peers *p);
 
 /* net's admit for the coordinator (ctx: the peers): a relay of one of the
  * step's nodes, one at a time per node. */
-enum net_admit peers_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+enum net_admit peers_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                           struct cohort_err *why);
 
 /* The loop whose connections these are (before the first net_poll). */
 void peers_attach(struct peers *p, struct net *net);

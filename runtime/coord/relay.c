@@ -40,10 +40,13 @@ struct relay {
     bool oom;
 };
 
-static enum net_admit admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+static enum net_admit admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                            struct cohort_err *why)
 {
     struct relay *r = ctx;
-    if (!coord_config_has_rank(r->cfg, h))
+    /* this node's ranks come over its Unix socket (their uid checked), the
+     * relays below over TCP: a key holder on the other way is dropped */
+    if (!coord_config_has_rank(r->cfg, h) || via_unix != (h->rank != COORD_AGENT_RANK))
         return NET_DROP;
     if (h->rank == COORD_AGENT_RANK ? r->kid[h->node - r->first_kid] != NULL
                                     : r->local[h->rank] != NULL) {

@@ -69,10 +69,11 @@ void scoord_free(struct scoord *sc)
     free(sc);
 }
 
-enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                            struct cohort_err *why)
 {
     struct scoord *sc = ctx;
-    return peers_admit(sc->peers, h, why);
+    return peers_admit(sc->peers, h, via_unix, why);
 }
 
 static void send_to(struct scoord *sc, uint32_t r, enum streams_op op, const void *p,

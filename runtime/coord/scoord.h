@@ -25,7 +25,8 @@ int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohor
 void scoord_free(struct scoord *sc);
 
 /* net's admit callback for the coordinator's listener (ctx: the scoord). */
-enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                            struct cohort_err *why);
 
 /* Serves on net until every rank has come and gone (closed the set, or
  * lost its connection), ranks that never came being waited for until the

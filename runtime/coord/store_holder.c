@@ -101,9 +101,11 @@ void store_holder_free(struct store_holder *sh)
     free(sh);
 }
 
-enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why)
+enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                                  struct cohort_err *why)
 {
     struct store_holder *sh = ctx;
+    (void)via_unix; /* it listens on TCP alone */
     if (!coord_config_has_rank(sh->cfg, h))
         return NET_DROP;
     if (sh->claimed[h->node]) { /* two hellos may be proven in one round */

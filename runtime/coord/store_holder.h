@@ -20,7 +20,8 @@ int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
 void store_holder_free(struct store_holder *sh);
 
 /* net's admit callback (ctx: the holder): one agent per node of the step. */
-enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                                  struct cohort_err *why);
 
 /* Serves until every agent that came has gone and the others are given up
  * (the join deadline). 0, or -1 with err (out of memory, the event loop). */

@@ -374,7 +374,7 @@ static void serve_proving(struct net *n, struct net_conn *c)
         why = n->refusal;
         n->refused++;
     } else {
-        a = n->ops.admit(n->ops.ctx, &h, &why);
+        a = n->ops.admit(n->ops.ctx, &h, n->lis[c->listener]->is_unix, &why);
     }
     if (a == NET_DROP) {
         net_close(n, c);

@@ -82,9 +82,12 @@ enum net_admit { NET_ADMIT, NET_DROP, NET_REFUSE };
 struct net_ops {
     void *ctx;
     uint32_t max_payload;    /* the largest frame a proven peer may send */
-    /* A proven hello: NET_ADMIT, NET_DROP (closed, as a stranger would be)
-     * or NET_REFUSE with why (sentence and code), the child's failure. */
-    enum net_admit (*admit)(void *ctx, const struct hs_hello *h, struct cohort_err *why);
+    /* A proven hello, which came to a Unix listener (via_unix, its peer's
+     * uid checked) or a TCP one: NET_ADMIT, NET_DROP (closed, as a
+     * stranger would be) or NET_REFUSE with why (sentence and code), the
+     * child's failure. */
+    enum net_admit (*admit)(void *ctx, const struct hs_hello *h, bool via_unix,
+                            struct cohort_err *why);
 };
 
 /* What happened to a connection in one net_poll (bits). */
