@@ -88,9 +88,10 @@ tests_fuzz_fuzz_wire_replay_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
 EXTRA_DIST += tests/fuzz/corpus-wire
 
 # The work coordinator's scheduling and lease logic, on a simulated clock.
-check_PROGRAMS += tests/unit/test_sched
-TESTS += tests/unit/test_sched
+check_PROGRAMS += tests/unit/test_sched tests/unit/test_sched_budget
+TESTS += tests/unit/test_sched tests/unit/test_sched_budget
 tests_unit_test_sched_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
+tests_unit_test_sched_budget_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
 # The placement of streams on workers, on a simulated clock.
 check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model

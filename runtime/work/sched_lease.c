@@ -45,18 +45,17 @@ static double spread(const struct sched *s, const struct worker *wk)
 /* Items for worker wk's next lease from the queue: rate x the lease time
  * (before its rate is known, the first lease doubled per commit too quick
  * to measure, or the mean rate's lease where the budget binds; there
- * spread), at most half its share of what is queued (where the budget
+ * spread, but not over half the lease timeout), at most half its share of what is queued (where the budget
  * binds, not under TAIL_DIVISOR's floor), at least 1, at most cap and what
  * is queued. */
 static uint64_t lease_size(const struct sched *s, const struct worker *wk, size_t cap)
 {
     double mean = mean_rate(s), share = 1.0 / s->n_active, t = lease_ms(s);
-    double base = wk->rate > 0                            ? wk->rate * t
-                  : mean > 0 && t > (double)s->o.target_ms ? mean * t
-                  : ldexp((double)s->o.first_lease, wk->probes < 20 ? wk->probes : 20);
     bool binds = t > (double)s->o.target_ms && mean > 0;
-    if (binds)
-        base *= spread(s, wk);
+    double ts = binds ? fmin(t * spread(s, wk), (double)s->o.lease_timeout_ms / 2) : t;
+    double base = wk->rate > 0 ? wk->rate * ts
+                  : binds      ? mean * ts
+                               : ldexp((double)s->o.first_lease, wk->probes < 20 ? wk->probes : 20);
     if (mean > 0) {
         double mine = wk->rate > 0 ? wk->rate : mean;
         share = mine / (s->sum_rate + (s->n_active - s->n_measured) * mean);

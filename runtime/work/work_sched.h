@@ -28,11 +28,12 @@
  *   doing them). Then a worker not yet measured gets the mean
  *   rate's lease at once instead of doubling its way up from first_lease
  *   (once any worker is measured), and waits (SCHED_WAIT) last that long
- *   too. There each lease's time is also spread over +-25 % of it, by a
- *   hash of the worker and its count of leases (the same calls give the
- *   same leases): workers of one speed that started together would
- *   otherwise come back in the same millisecond lease after lease, the
- *   last of them waiting for the coordinator to answer all the others.
+ *   too. There each lease's time is also spread over +-25 % of it (never
+ *   over half the lease timeout), by a hash of the worker and its count
+ *   of leases (the same calls give the same leases): workers of one speed
+ *   that started together would otherwise come back in the same
+ *   millisecond lease after lease, the last of them waiting for the
+ *   coordinator to answer all the others.
  *   The queue's end is unchanged: leases still shrink to its half share
  *   (not under a quarter of the lease time), so the tail stays short.
  * - Attempts: an item counts one attempt each time it goes back to the

@@ -54,18 +54,18 @@ static int dial(struct net *server, struct net *client, const struct net_target 
     struct net_conn *c = net_dial(client, t, end);
     struct net_event *ev;
     struct cohort_err err;
-    while (c && net_now_ms() < end) {
+    int got = 0;
+    while (c && net_now_ms() < end && !got) {
         if (net_poll(server, 5, &ev, &err) < 0)
-            return 0;
+            break;
         int n = net_poll(client, 5, &ev, &err);
         for (int i = 0; i < n; i++)
-            if (ev[i].c == c && ev[i].what & (NET_EV_CONNECTED | NET_EV_FAILED)) {
-                int got = !(ev[i].what & NET_EV_FAILED);
-                net_close(client, c);
-                return got;
-            }
+            if (ev[i].c == c && ev[i].what & (NET_EV_CONNECTED | NET_EV_FAILED))
+                got = ev[i].what & NET_EV_FAILED ? -1 : 1;
     }
-    return 0;
+    if (c)
+        net_close(client, c); /* a dial not done yet ends here, not in the next one */
+    return got == 1;
 }
 
 int main(void)
@@ -75,7 +75,8 @@ int main(void)
     struct hs_self me, child;
     struct seen seen = {0};
     struct net *server, *client;
-    auth_key_from_hex("COHORT_SECRET", hex, &k, &err);
+    if (auth_key_from_hex("COHORT_SECRET", hex, &k, &err) < 0)
+        return printf("Bail out! %s\n", err.msg), 1;
     self(&me, &k, 0);
     self(&child, &k, 1);
     struct net_ops ops = {.ctx = &seen, .max_payload = 4096, .admit = record};
