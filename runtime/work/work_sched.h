@@ -23,7 +23,7 @@
  * - Lease time: target_ms, or longer where the workers would otherwise ask
  *   the coordinator for more than lease_rate leases a second: with A
  *   workers active, A / lease_rate seconds (at 131,072 workers and the
- *   default budget, 13.1 s), but at most half the lease timeout (beyond
+ *   default budget, 18.7 s), but at most half the lease timeout (beyond
  *   that the budget is exceeded rather than leases taken back from workers
  *   doing them). Then a worker not yet measured gets the mean
  *   rate's lease at once instead of doubling its way up from first_lease
@@ -74,7 +74,7 @@
 #define SCHED_DEFAULT_TARGET_MS 500
 #define SCHED_DEFAULT_FIRST_LEASE 1u
 #define SCHED_FIRST_SAMPLE_MS 10 /* a worker's first rate is measured over this much */
-#define SCHED_DEFAULT_LEASE_RATE 10000u /* leases a second the coordinator is asked for */
+#define SCHED_DEFAULT_LEASE_RATE 7000u /* leases a second the coordinator is asked for */
 #define SCHED_VICTIM_SCAN 256u /* workers one speculation looks at, at most */
 
 /* Every field 0 means its default. */
