@@ -44,25 +44,24 @@ static double spread(const struct sched *s, const struct worker *wk)
 
 /* Items for worker wk's next lease from the queue: rate x the lease time
  * (before its rate is known, the first lease doubled per commit too quick
- * to measure, or the mean rate's lease where the budget binds; there
- * spread, but not over half the lease timeout), at most half its share of what is queued (where the budget
- * binds, not under TAIL_DIVISOR's floor), at least 1, at most cap and what
- * is queued. */
+ * to measure, or the mean rate's lease where the budget binds; there the
+ * lease time spread, but not over half the lease timeout), at most half
+ * its share of what is queued (where the budget binds, not under
+ * TAIL_DIVISOR's floor), at least 1, at most cap and what is queued. */
 static uint64_t lease_size(const struct sched *s, const struct worker *wk, size_t cap)
 {
     double mean = mean_rate(s), share = 1.0 / s->n_active, t = lease_ms(s);
+    double mine = wk->rate > 0 ? wk->rate : mean; /* 0 until some worker is measured */
     bool binds = t > (double)s->o.target_ms && mean > 0;
     double ts = binds ? fmin(t * spread(s, wk), (double)s->o.lease_timeout_ms / 2) : t;
-    double base = wk->rate > 0 ? wk->rate * ts
-                  : binds      ? mean * ts
-                               : ldexp((double)s->o.first_lease, wk->probes < 20 ? wk->probes : 20);
-    if (mean > 0) {
-        double mine = wk->rate > 0 ? wk->rate : mean;
+    double base = binds ? mine * ts
+                  : wk->rate > 0 ? wk->rate * t
+                  : ldexp((double)s->o.first_lease, wk->probes < 20 ? wk->probes : 20);
+    if (mean > 0)
         share = mine / (s->sum_rate + (s->n_active - s->n_measured) * mean);
-    }
     double size = fmin(floor(base + 0.5), ceil((double)s->queued * share / 2));
     if (binds) /* the tail's leases too */
-        size = fmax(size, floor((wk->rate > 0 ? wk->rate : mean) * t / TAIL_DIVISOR));
+        size = fmax(size, floor(mine * t / TAIL_DIVISOR));
     uint64_t n = size < 1 ? 1 : (uint64_t)fmin(size, (double)s->queued);
     return n < cap ? n : cap;
 }
