@@ -130,6 +130,14 @@ check_PROGRAMS += tests/unit/test_work_msg
 TESTS += tests/unit/test_work_msg
 tests_unit_test_work_msg_LDADD = runtime/coord/libcohort_coord_config.la \
 	runtime/work/libcohort_work_msg.la runtime/net/libcohort_net.la $(UNIT_LDADD)
+# A node relay whose way up closes (the real cohort-work-coord, started
+# as a rank starts it): its node's ranks, the one that comes late too,
+# told where.
+check_PROGRAMS += tests/unit/test_relay
+TESTS += tests/unit/test_relay
+tests_unit_test_relay_LDADD = runtime/coord/libcohort_coord_config.la \
+	runtime/net/libcohort_net.la $(UNIT_LDADD) -lpthread
+EXTRA_tests_unit_test_relay_DEPENDENCIES = runtime/coord/cohort-work-coord
 # The work queue: workers, the coordinator, its journal, across many
 # processes on this machine.
 check_PROGRAMS += tests/work/work_check

@@ -126,9 +126,10 @@ twice=$(cat "$tmp/o"/committed.* | sort -n | uniq -d | head -3 | tr '\n' ' ')
 why=$(journal_done 32000)
 own=$(grep -c "^rank [0-3]: FAIL: cohort: cohort_work_.*: this node's relay to the work coordinator of queue 'q' (.*, relay pid [1-9][0-9]*) is gone (killed?)" "$tmp/out")
 below=$(grep -Ec "^rank (8|9|1[0-5]|2[4-9]|3[01]): FAIL: cohort: cohort_work_.*: the relay of node 0, on the way to the work coordinator of queue 'q' \(.*\), is gone" "$tmp/out")
+odd=$(grep ': FAIL: ' "$tmp/out" | grep -v "this node's relay to the work coordinator of queue 'q' (.*, relay pid [1-9][0-9]*) is gone\|the relay of node 0, on the way" | head -1)
 [ -z "$twice" ] && [ -z "$why" ] && grep -q '^rank 1: killing the relay (pid [1-9]' "$tmp/out" &&
     [ "$own" = 4 ] && [ "$below" = 16 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 12 ]
-ok $? "a relay between others SIGKILLed (fanout 2, 8 nodes): its node's 4 ranks name it, the 16 below name it on the way, the 12 others finish every item, none committed twice ($own, $below named; $(summary)${twice:+; committed twice: $twice}${why:+; $why})"
+ok $? "a relay between others SIGKILLed (fanout 2, 8 nodes): its node's 4 ranks name it, the 16 below name it on the way, the 12 others finish every item, none committed twice ($own, $below named; $(summary)${odd:+; also: $odd}${twice:+; committed twice: $twice}${why:+; $why})"
 
 # A relay below the top that cannot start: a stand-in lets the coordinator
 # and the first two relays (the top, at fanout 2 on 4 nodes) run the real

@@ -32,9 +32,12 @@ struct relay {
     struct addrinfo *addrs;
     uint32_t first_kid, n_kids; /* the nodes of the relays below: first_kid, ... */
     uint32_t n_local, kids_on; /* connected now */
+    uint32_t node_ranks, n_seen; /* this node's ranks, and how many of them ever joined */
+    bool *seen;                /* per rank of the step: this node's ranks that joined */
     uint32_t gone_node;        /* the relay above said the way up closed there (NO_NODE:
                                 * at the coordinator) */
     bool heard;                /* ... and it did say so */
+    bool gone;                 /* the way up closed: whoever joins is told where, at once */
     bool broken;               /* the one above broke the protocol */
     int64_t idle_by;           /* with nothing connected: the relay ends then */
     bool oom;
@@ -156,7 +159,7 @@ static int listen_all(struct relay *r, const char *addr, struct cohort_err *err)
 static void maybe_idle(struct relay *r)
 {
     int64_t by = net_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
-    if (r->n_local == 0 && r->kids_on == 0 && by > r->idle_by)
+    if (!r->gone && r->n_local == 0 && r->kids_on == 0 && by > r->idle_by)
         r->idle_by = by;
 }
 
@@ -169,7 +172,8 @@ static void local_gone(struct relay *r, uint32_t rank)
     r->local[rank] = NULL;
     r->n_local--;
     maybe_idle(r);
-    send_on(r, r->up, WIRE_RELAY, RELAY_GONE, rank, NULL, 0);
+    if (!r->gone)
+        send_on(r, r->up, WIRE_RELAY, RELAY_GONE, rank, NULL, 0);
 }
 
 /* The relay below of node kid closed or broke the protocol: every rank
@@ -180,7 +184,7 @@ static void kid_gone(struct relay *r, uint32_t kid)
     r->kid[kid - r->first_kid] = NULL;
     r->kids_on--;
     maybe_idle(r);
-    for (uint32_t i = 0; i < r->cfg->size; i++)
+    for (uint32_t i = 0; !r->gone && i < r->cfg->size; i++)
         if (r->via[i] == kid) {
             r->via[i] = NO_NODE;
             send_on(r, r->up, WIRE_RELAY, RELAY_GONE, i, NULL, 0);
@@ -299,7 +303,21 @@ static int from_up(struct relay *r)
     return -1;
 }
 
-/* A connection proved itself: a rank of this node, or a relay below. */
+/* Tells c where the way up closed (RELAY_GONE for rank UINT32_MAX, with
+ * the node of the relay that went, or nothing for the coordinator). */
+static void tell_gone(struct relay *r, struct net_conn *c)
+{
+    uint32_t where = r->heard ? r->gone_node
+                     : coord_relay_up(r->cfg, r->cfg->node) == COORD_TOP
+                         ? NO_NODE
+                         : coord_relay_up(r->cfg, r->cfg->node);
+    uint8_t b[4];
+    wire_put32(b, where);
+    send_on(r, c, WIRE_RELAY, RELAY_GONE, UINT32_MAX, b, where == NO_NODE ? 0 : 4);
+}
+
+/* A connection proved itself: a rank of this node, or a relay below; once
+ * the way up closed, told so at once. */
 static void joined(struct relay *r, struct net_conn *c)
 {
     struct net_conn **slot = c->c.rank == COORD_AGENT_RANK ? &r->kid[c->c.node - r->first_kid]
@@ -311,13 +329,64 @@ static void joined(struct relay *r, struct net_conn *c)
     *slot = c;
     if (c->c.rank == COORD_AGENT_RANK) {
         r->kids_on++;
-        return;
+    } else {
+        r->n_local++;
+        r->n_seen += !r->seen[c->c.rank];
+        r->seen[c->c.rank] = true;
     }
-    r->n_local++;
-    send_on(r, r->up, WIRE_RELAY, RELAY_JOIN, c->c.rank, NULL, 0);
+    if (r->gone)
+        tell_gone(r, c);
+    else if (c->c.rank != COORD_AGENT_RANK)
+        send_on(r, r->up, WIRE_RELAY, RELAY_JOIN, c->c.rank, NULL, 0);
 }
 
-/* One round's events: 0, or -1 when the relay ends. */
+/* The way up closed: every rank and relay below still here is told where
+ * (the coordinator, or the relay that went), to tell that from this
+ * relay's own death; so is each of this node's ranks that joins later,
+ * for the join timeout (a rank slower to open the queue than the failure
+ * would otherwise find no relay, and could not say what failed). */
+static void go_gone(struct relay *r)
+{
+    r->gone = true;
+    net_close(r->net, r->up);
+    r->up = NULL;
+    r->idle_by = net_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
+    for (uint32_t i = 0; r->n_local && i < r->cfg->size; i++)
+        if (r->local[i])
+            tell_gone(r, r->local[i]);
+    for (uint32_t i = 0; i < r->n_kids; i++)
+        if (r->kid[i])
+            tell_gone(r, r->kid[i]);
+}
+
+/* What a rank or a relay below sends once the way up closed: dropped; its
+ * connection closed when it closes or breaks the protocol. */
+static void drain(struct relay *r, struct net_conn *c, unsigned what)
+{
+    struct wire_frame f;
+    struct cohort_err e;
+    int got = 0;
+    if (what & NET_EV_DATA)
+        while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0)
+            conn_consume(&c->c, &f);
+    if (got == 0 && !(what & NET_EV_CLOSED))
+        return;
+    if (c->c.rank == COORD_AGENT_RANK)
+        kid_gone(r, c->c.node);
+    else
+        local_gone(r, c->c.rank);
+}
+
+/* Whether c is the connection of a rank of this node or a relay below
+ * that the relay holds (not one closed or put aside since). */
+static bool owned(const struct relay *r, const struct net_conn *c)
+{
+    if (c->c.rank == COORD_AGENT_RANK)
+        return c->c.node - r->first_kid < r->n_kids && r->kid[c->c.node - r->first_kid] == c;
+    return c->c.rank < r->cfg->size && r->local[c->c.rank] == c;
+}
+
+/* One round's events: 0, or -1 when the way up closed. */
 static int on_events(struct relay *r, struct net_event *ev, int n)
 {
     for (int i = 0; i < n; i++)
@@ -326,6 +395,11 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
     for (int i = 0; i < n; i++) {
         struct net_conn *c = ev[i].c;
         bool data = ev[i].what & (NET_EV_DATA | NET_EV_CLOSED);
+        if (r->gone) {
+            if (c->state == NET_READY && owned(r, c))
+                drain(r, c, ev[i].what);
+            continue;
+        }
         if (c == r->up) {
             if (data && from_up(r) < 0)
                 return -1;
@@ -333,10 +407,10 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
         }
         if (c->state != NET_READY)
             continue;
+        if (!owned(r, c))
+            continue;
         if (c->c.rank == COORD_AGENT_RANK) {
             uint32_t kid = c->c.node;
-            if (kid - r->first_kid >= r->n_kids || r->kid[kid - r->first_kid] != c)
-                continue;
             if (data)
                 from_kid(r, c, kid);
             if ((ev[i].what & NET_EV_CLOSED) && r->kid[kid - r->first_kid] == c)
@@ -344,39 +418,20 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
             continue;
         }
         uint32_t rank = c->c.rank;
-        if (rank >= r->cfg->size || r->local[rank] != c)
-            continue;
         if (data)
             from_rank(r, c, rank);
         if ((ev[i].what & NET_EV_CLOSED) && r->local[rank] == c)
             local_gone(r, rank);
     }
-    return r->up->closed ? -1 : 0;
-}
-
-/* The way up closed: every rank and relay below still here is told where
- * (the coordinator, or the relay that went), to tell that from this
- * relay's own death. */
-static void tell_closed(struct relay *r)
-{
-    uint32_t above = coord_relay_up(r->cfg, r->cfg->node);
-    uint32_t where = r->heard ? r->gone_node : above == COORD_TOP ? NO_NODE : above;
-    uint8_t b[4];
-    wire_put32(b, where);
-    uint32_t len = where == NO_NODE ? 0 : 4;
-    for (uint32_t i = 0; r->n_local && i < r->cfg->size; i++)
-        if (r->local[i])
-            send_on(r, r->local[i], WIRE_RELAY, RELAY_GONE, UINT32_MAX, b, len);
-    for (uint32_t i = 0; i < r->n_kids; i++)
-        if (r->kid[i])
-            send_on(r, r->kid[i], WIRE_RELAY, RELAY_GONE, UINT32_MAX, b, len);
+    return !r->gone && r->up->closed ? -1 : 0;
 }
 
 static int serve(struct relay *r, struct cohort_err *err)
 {
     r->idle_by = net_now_ms() +
                  (int64_t)(coord_relay_levels(r->cfg) + 1) * r->cfg->join_timeout_s * 1000;
-    while (r->n_local || r->kids_on || net_now_ms() < r->idle_by) {
+    while (r->gone ? r->n_seen < r->node_ranks && net_now_ms() < r->idle_by
+                   : r->n_local || r->kids_on || net_now_ms() < r->idle_by) {
         struct net_event *ev;
         int n = net_poll(r->net, RELAY_WAIT_MS, &ev, err);
         if (n < 0)
@@ -387,8 +442,7 @@ static int serve(struct relay *r, struct cohort_err *err)
                 conn_fill(&r->up->c, WIRE_MAX_PAYLOAD_DEFAULT);
             if (!r->broken)
                 from_up(r);
-            tell_closed(r);
-            break;
+            go_gone(r);
         }
         if (r->oom)
             return cohort_fail(err, "out of memory");
@@ -404,6 +458,7 @@ static int setup(struct relay *r, struct cohort_err *err)
     uint32_t ranks = 0; /* the node's */
     for (uint32_t i = 0; i < cfg->size; i++)
         ranks += cfg->rank_node[i] == cfg->node;
+    r->node_ranks = ranks;
     r->n_kids = coord_relay_kids(cfg, cfg->node);
     r->first_kid = (cfg->node + 1) * cfg->fanout;
     char who[48];
@@ -414,7 +469,8 @@ static int setup(struct relay *r, struct cohort_err *err)
         return -1;
     if (!(r->local = calloc(cfg->size, sizeof *r->local)) ||
         !(r->kid = calloc(r->n_kids ? r->n_kids : 1, sizeof *r->kid)) ||
-        !(r->via = malloc(sizeof *r->via * cfg->size)))
+        !(r->via = malloc(sizeof *r->via * cfg->size)) ||
+        !(r->seen = calloc(cfg->size, sizeof *r->seen)))
         return cohort_fail(err, "out of memory");
     for (uint32_t i = 0; i < cfg->size; i++)
         r->via[i] = NO_NODE;
@@ -438,6 +494,7 @@ int relay_run(const struct coord_config *cfg, struct cohort_err *err)
     free(r.local);
     free(r.kid);
     free(r.via);
+    free(r.seen);
     if (r.addrs)
         freeaddrinfo(r.addrs);
     return rc;

@@ -19,7 +19,9 @@
  * and what comes for them goes down to it; its death is told up as
  * RELAY_GONE for each rank that joined through it. It ends when its
  * connection up closes (every rank and relay below is then told where the
- * way up broke, RELAY_GONE for rank UINT32_MAX, and closed), or when
+ * way up broke, RELAY_GONE for rank UINT32_MAX, and so is each of its
+ * node's ranks that joins later, until every one of them has joined once
+ * or for the join timeout), or when
  * nothing below is connected: for the join timeout times the tree's levels
  * plus one from its start (the levels below start one after the other),
  * for the join timeout after the last one left. A rank's death never ends

@@ -1,0 +1,195 @@
+/* test_relay.c - a node relay (runtime/coord/relay.c: the real
+ * cohort-work-coord, started as a node's first rank starts it) whose way
+ * up closes. The test plays the coordinator above it and the two ranks of
+ * its node: the rank that joined before the close and the rank that comes
+ * only after it are both told that the coordinator went (RELAY_GONE for
+ * rank UINT32_MAX, no node named), where the second would otherwise find
+ * no relay and could not say what failed; the relay ends once both were
+ * told. */
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "coord_config.h"
+#include "coord_start.h"
+#include "net.h"
+#include "tap.h"
+#include "wire.h"
+
+static const char *hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+static const uint32_t rank_node[] = {0, 0};
+
+struct start {
+    struct coord_config cfg;
+    char path[4096];
+    pid_t pid;
+    uint16_t port;
+    char addr[COORD_ADDR_LEN];
+    char why[COHORT_ERR_LEN];
+};
+
+/* The coordinator admits node 0's relay, by TCP. */
+static enum net_admit coord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                                  struct cohort_err *why)
+{
+    (void)ctx;
+    (void)why;
+    return h->rank == COORD_AGENT_RANK && h->node == 0 && !via_unix ? NET_ADMIT : NET_DROP;
+}
+
+static enum net_admit no_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                               struct cohort_err *why)
+{
+    (void)ctx;
+    (void)h;
+    (void)via_unix;
+    (void)why;
+    return NET_DROP;
+}
+
+static void *start_relay(void *arg)
+{
+    struct start *s = arg;
+    coord_start(&s->cfg, s->path, "node relay", 10, &s->pid, &s->port, s->addr, s->why,
+                sizeof s->why);
+    return NULL;
+}
+
+/* Polls n until a connection of its has an event in what, or 10 s: that
+ * connection (*got its bits), or NULL. */
+static struct net_conn *wait_event(struct net *n, unsigned what, unsigned *got)
+{
+    long long end = net_now_ms() + 10000;
+    struct net_event *ev;
+    struct cohort_err err;
+    while (net_now_ms() < end) {
+        int k = net_poll(n, 50, &ev, &err);
+        for (int i = 0; i < k; i++)
+            if (ev[i].what & what) {
+                *got = ev[i].what;
+                return ev[i].c;
+            }
+        if (k < 0)
+            break;
+    }
+    return NULL;
+}
+
+/* The next frame on c (polling n for it, 10 s at most): 1, or 0. */
+static int next_frame(struct net *n, struct net_conn *c, struct wire_frame *f)
+{
+    struct cohort_err err;
+    unsigned got;
+    for (int tries = 0; tries < 2; tries++) {
+        if (conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, f, &err) > 0)
+            return 1;
+        if (!c->closed && !wait_event(n, NET_EV_DATA | NET_EV_CLOSED, &got))
+            return 0;
+    }
+    return conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, f, &err) > 0;
+}
+
+/* Rank rank of node 0, on the relay's Unix socket: its connection, or NULL. */
+static struct net_conn *rank_dials(struct net **n, const struct auth_key *k,
+                                   const struct coord_config *cfg, uint32_t rank)
+{
+    struct hs_self me = {.key = k, .job = cfg->job, .step = cfg->step, .rank = rank, .node = 0};
+    memcpy(me.view, cfg->view, sizeof me.view);
+    struct net_ops ops = {.max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = no_admit};
+    struct cohort_err err;
+    if (net_new(&me, &ops, n, &err) < 0)
+        return NULL;
+    struct net_target t = {.is_unix = true, .timeout_s = 10, .role = "node relay",
+                           .listening = true};
+    snprintf(t.name, sizeof t.name, "the test's relay");
+    t.ua_len = coord_relay_addr(cfg->name, &t.ua);
+    return net_dial_wait(*n, &t, net_now_ms() + 10000, &err);
+}
+
+/* Whether f is the relay's word that the way up closed at the coordinator. */
+static bool gone_at_top(const struct wire_frame *f)
+{
+    return f->type == WIRE_RELAY && f->flags == RELAY_GONE && f->rank == UINT32_MAX &&
+           f->len == 0;
+}
+
+int main(void)
+{
+    struct start s = {.cfg = {.kind = COORD_RELAY, .job = 91, .step = 2, .size = 2,
+                              .num_nodes = 1, .rank_node = (uint32_t *)rank_node,
+                              .join_timeout_s = 10, .node = 0, .fanout = 128}};
+    struct coord_config *cfg = &s.cfg;
+    struct cohort_err err;
+    const char *build = getenv("COHORT_BUILDDIR");
+    snprintf(s.path, sizeof s.path, "%s/runtime/coord/cohort-work-coord", build ? build : ".");
+    if (auth_key_from_hex("COHORT_SECRET", hex, &cfg->key, &err) < 0)
+        return printf("Bail out! %s\n", err.msg), 1;
+    hs_view(2, 1, rank_node, NULL, 0, cfg->view);
+    uint8_t nonce[16];
+    for (int i = 0; i < 16; i++)
+        nonce[i] = (uint8_t)(getpid() >> (i % 4 * 8)) ^ (uint8_t)(i * 37);
+    coord_relay_name(nonce, 0, cfg->name);
+    snprintf(cfg->host, sizeof cfg->host, "127.0.0.1");
+    alarm(60); /* the test's own deadline: a hang fails it */
+
+    struct hs_self top = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
+                          .rank = UINT32_MAX, .node = UINT32_MAX};
+    memcpy(top.view, cfg->view, sizeof top.view);
+    struct net_ops ops = {.max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = coord_admit};
+    struct net *coord, *r0, *r1;
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t inlen = sizeof in;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (net_new(&top, &ops, &coord, &err) < 0 || bind(fd, (struct sockaddr *)&in, sizeof in) < 0 ||
+        listen(fd, 8) < 0 || getsockname(fd, (struct sockaddr *)&in, &inlen) < 0 ||
+        net_listen(coord, fd, false, &err) < 0)
+        return printf("Bail out! the test cannot listen as the coordinator\n"), 1;
+    cfg->port = ntohs(in.sin_port);
+
+    pthread_t t;
+    if (pthread_create(&t, NULL, start_relay, &s) != 0)
+        return printf("Bail out! pthread_create\n"), 1;
+    unsigned got = 0;
+    struct net_conn *relay = wait_event(coord, NET_EV_JOINED, &got);
+    pthread_join(t, NULL);
+    if (!relay || !s.port)
+        return printf("Bail out! the relay did not start: %s\n", s.why), 1;
+    ok(s.port == 1, "the relay started and dialed the coordinator (its line: %u %s)", s.port,
+       s.addr);
+
+    struct net_conn *c0 = rank_dials(&r0, &cfg->key, cfg, 0);
+    struct wire_frame f = {0};
+    int joined = next_frame(coord, relay, &f);
+    ok(c0 && joined && f.type == WIRE_RELAY && f.flags == RELAY_JOIN && f.rank == 0,
+       "rank 0 joins by the node's socket, and the relay tells the coordinator");
+    if (joined)
+        conn_consume(&relay->c, &f);
+
+    net_close(coord, relay); /* the coordinator goes */
+    net_poll(coord, 0, &(struct net_event *){0}, &err);
+    int told0 = c0 && next_frame(r0, c0, &f);
+    ok(told0 && gone_at_top(&f), "rank 0 is told the coordinator went (%s frame, rank %u, "
+       "%u bytes)", told0 ? wire_type_name(f.type) : "no", f.rank, f.len);
+
+    struct net_conn *c1 = rank_dials(&r1, &cfg->key, cfg, 1);
+    int told1 = c1 && next_frame(r1, c1, &f);
+    ok(c1 && told1 && gone_at_top(&f),
+       "rank 1, which comes to the relay only after the close, joins and is told so too "
+       "(%s; %s frame)", c1 ? "joined" : "no relay", told1 ? wire_type_name(f.type) : "no");
+
+    int status = -1;
+    pid_t w = s.pid > 0 ? waitpid(s.pid, &status, 0) : -1;
+    ok(w == s.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+       "the relay ends once both of its node's ranks were told (exit status %d)",
+       w == s.pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    net_free(r0);
+    net_free(r1);
+    net_free(coord);
+    return tap_done();
+}
