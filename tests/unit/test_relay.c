@@ -1,12 +1,15 @@
 /* test_relay.c - a node relay (runtime/coord/relay.c: the real
- * cohort-work-coord, started as a node's first rank starts it) whose way
- * up closes. The test plays the coordinator above it and the two ranks of
- * its node: the rank that joined before the close and the rank that comes
- * only after it are both told that the coordinator went (RELAY_GONE for
- * rank UINT32_MAX, no node named), where the second would otherwise find
- * no relay and could not say what failed; the relay ends once both were
- * told. */
+ * cohort-work-coord, started as a node's first rank starts it). The test
+ * plays the coordinator above it, the relay below it and the two ranks of
+ * its node. A holder of the step's key coming the wrong way (as a rank by
+ * TCP, as the relay below by the Unix socket) is not welcomed. When the
+ * way up closes, the rank that joined before and the relay below are told
+ * that the coordinator went (RELAY_GONE for rank UINT32_MAX, no node
+ * named), and so is the rank that comes only after the close, where it
+ * would otherwise find no relay and could not say what failed; the relay
+ * ends once both of its node's ranks were told. */
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,7 +26,7 @@
 #include "wire.h"
 
 static const char *hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-static const uint32_t rank_node[] = {0, 0};
+static const uint32_t rank_node[] = {0, 0, 1}; /* ranks 0 and 1 on node 0, 2 on node 1 */
 
 struct start {
     struct coord_config cfg;
@@ -95,21 +98,20 @@ static int next_frame(struct net *n, struct net_conn *c, struct wire_frame *f)
     return conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, f, &err) > 0;
 }
 
-/* Rank rank of node 0, on the relay's Unix socket: its connection, or NULL. */
-static struct net_conn *rank_dials(struct net **n, const struct auth_key *k,
-                                   const struct coord_config *cfg, uint32_t rank)
+/* A process of the step (rank, node: a rank, or COORD_AGENT_RANK for a
+ * relay) dialing t for ms: its connection once welcomed, or NULL (*n its
+ * loop either way). */
+static struct net_conn *dial_as(struct net **n, const struct coord_config *cfg, uint32_t rank,
+                                uint32_t node, const struct net_target *t, int ms)
 {
-    struct hs_self me = {.key = k, .job = cfg->job, .step = cfg->step, .rank = rank, .node = 0};
+    struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step, .rank = rank,
+                         .node = node};
     memcpy(me.view, cfg->view, sizeof me.view);
     struct net_ops ops = {.max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = no_admit};
     struct cohort_err err;
     if (net_new(&me, &ops, n, &err) < 0)
         return NULL;
-    struct net_target t = {.is_unix = true, .timeout_s = 10, .role = "node relay",
-                           .listening = true};
-    snprintf(t.name, sizeof t.name, "the test's relay");
-    t.ua_len = coord_relay_addr(cfg->name, &t.ua);
-    return net_dial_wait(*n, &t, net_now_ms() + 10000, &err);
+    return net_dial_wait(*n, t, net_now_ms() + ms, &err);
 }
 
 /* Whether f is the relay's word that the way up closed at the coordinator. */
@@ -119,77 +121,119 @@ static bool gone_at_top(const struct wire_frame *f)
            f->len == 0;
 }
 
+/* The coordinator's side: a loop listening on a TCP port of 127.0.0.1
+ * (in cfg->port), or NULL. */
+static struct net *coordinator(struct coord_config *cfg)
+{
+    struct hs_self top = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
+                          .rank = UINT32_MAX, .node = UINT32_MAX};
+    memcpy(top.view, cfg->view, sizeof top.view);
+    struct net_ops ops = {.max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = coord_admit};
+    struct net *coord;
+    struct cohort_err err;
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t inlen = sizeof in;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (net_new(&top, &ops, &coord, &err) < 0)
+        return NULL;
+    if (bind(fd, (struct sockaddr *)&in, sizeof in) < 0 || listen(fd, 8) < 0 ||
+        getsockname(fd, (struct sockaddr *)&in, &inlen) < 0 ||
+        net_listen(coord, fd, false, &err) < 0) {
+        net_free(coord);
+        return NULL;
+    }
+    cfg->port = ntohs(in.sin_port);
+    return coord;
+}
+
+/* The relay of node 0 started for s (its TCP port in s->port) and joined
+ * to coord: its connection there, or NULL. */
+static struct net_conn *relay_up(struct start *s, struct net *coord)
+{
+    pthread_t t;
+    if (pthread_create(&t, NULL, start_relay, s) != 0)
+        return NULL;
+    unsigned got = 0;
+    struct net_conn *relay = wait_event(coord, NET_EV_JOINED, &got);
+    pthread_join(t, NULL);
+    return s->port > 1 ? relay : NULL;
+}
+
 int main(void)
 {
-    struct start s = {.cfg = {.kind = COORD_RELAY, .job = 91, .step = 2, .size = 2,
-                              .num_nodes = 1, .rank_node = (uint32_t *)rank_node,
-                              .join_timeout_s = 10, .node = 0, .fanout = 128}};
+    /* fanout 1: the coordinator holds node 0's relay, which holds node 1's */
+    struct start s = {.cfg = {.kind = COORD_RELAY, .job = 91, .step = 2, .size = 3,
+                              .num_nodes = 2, .rank_node = (uint32_t *)rank_node,
+                              .join_timeout_s = 10, .node = 0, .fanout = 1}};
     struct coord_config *cfg = &s.cfg;
     struct cohort_err err;
     const char *build = getenv("COHORT_BUILDDIR");
     snprintf(s.path, sizeof s.path, "%s/runtime/coord/cohort-work-coord", build ? build : ".");
     if (auth_key_from_hex("COHORT_SECRET", hex, &cfg->key, &err) < 0)
         return printf("Bail out! %s\n", err.msg), 1;
-    hs_view(2, 1, rank_node, NULL, 0, cfg->view);
+    hs_view(3, 2, rank_node, NULL, 0, cfg->view);
     uint8_t nonce[16];
     for (int i = 0; i < 16; i++)
         nonce[i] = (uint8_t)(getpid() >> (i % 4 * 8)) ^ (uint8_t)(i * 37);
     coord_relay_name(nonce, 0, cfg->name);
     snprintf(cfg->host, sizeof cfg->host, "127.0.0.1");
     alarm(60); /* the test's own deadline: a hang fails it */
-
-    struct hs_self top = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
-                          .rank = UINT32_MAX, .node = UINT32_MAX};
-    memcpy(top.view, cfg->view, sizeof top.view);
-    struct net_ops ops = {.max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = coord_admit};
-    struct net *coord, *r0, *r1;
-    struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t inlen = sizeof in;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (net_new(&top, &ops, &coord, &err) < 0 || bind(fd, (struct sockaddr *)&in, sizeof in) < 0 ||
-        listen(fd, 8) < 0 || getsockname(fd, (struct sockaddr *)&in, &inlen) < 0 ||
-        net_listen(coord, fd, false, &err) < 0)
-        return printf("Bail out! the test cannot listen as the coordinator\n"), 1;
-    cfg->port = ntohs(in.sin_port);
-
-    pthread_t t;
-    if (pthread_create(&t, NULL, start_relay, &s) != 0)
-        return printf("Bail out! pthread_create\n"), 1;
-    unsigned got = 0;
-    struct net_conn *relay = wait_event(coord, NET_EV_JOINED, &got);
-    pthread_join(t, NULL);
-    if (!relay || !s.port)
+    struct net *coord = coordinator(cfg), *n[5] = {0};
+    struct net_conn *relay = coord ? relay_up(&s, coord) : NULL;
+    if (!relay)
         return printf("Bail out! the relay did not start: %s\n", s.why), 1;
-    ok(s.port == 1, "the relay started and dialed the coordinator (its line: %u %s)", s.port,
+    ok(1, "the relay of node 0 started and dialed the coordinator (its line: %u %s)", s.port,
        s.addr);
 
-    struct net_conn *c0 = rank_dials(&r0, &cfg->key, cfg, 0);
+    struct net_target u = {.is_unix = true, .timeout_s = 10, .role = "node relay",
+                           .listening = true}, t = u;
+    snprintf(u.name, sizeof u.name, "the relay's socket");
+    u.ua_len = coord_relay_addr(cfg->name, &u.ua);
+    char port[8];
+    snprintf(port, sizeof port, "%u", s.port);
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
+    if (getaddrinfo("127.0.0.1", port, &hints, &ai) != 0)
+        return printf("Bail out! getaddrinfo\n"), 1;
+    t.is_unix = false;
+    t.addrs = ai;
+    t.port = s.port;
+    snprintf(t.name, sizeof t.name, "the relay's port %u", s.port);
+    ok(!dial_as(&n[0], cfg, 1, 0, &t, 1500),
+       "a holder of the key posing as rank 1 of node 0 by TCP is not welcomed");
+    ok(!dial_as(&n[1], cfg, COORD_AGENT_RANK, 1, &u, 1500),
+       "nor one posing as the relay of node 1 by the node's Unix socket");
+    struct net_conn *kid = dial_as(&n[2], cfg, COORD_AGENT_RANK, 1, &t, 10000);
+    ok(kid != NULL, "the relay of node 1 is welcomed by TCP");
+
+    struct net_conn *c0 = dial_as(&n[3], cfg, 0, 0, &u, 10000);
     struct wire_frame f = {0};
     int joined = next_frame(coord, relay, &f);
     ok(c0 && joined && f.type == WIRE_RELAY && f.flags == RELAY_JOIN && f.rank == 0,
-       "rank 0 joins by the node's socket, and the relay tells the coordinator");
-    if (joined)
-        conn_consume(&relay->c, &f);
+       "rank 0 joins by the node's socket, and the relay tells the coordinator of it first "
+       "(%s frame for rank %u)", joined ? wire_type_name(f.type) : "no", f.rank);
 
     net_close(coord, relay); /* the coordinator goes */
     net_poll(coord, 0, &(struct net_event *){0}, &err);
-    int told0 = c0 && next_frame(r0, c0, &f);
-    ok(told0 && gone_at_top(&f), "rank 0 is told the coordinator went (%s frame, rank %u, "
-       "%u bytes)", told0 ? wire_type_name(f.type) : "no", f.rank, f.len);
+    int told = c0 && next_frame(n[3], c0, &f);
+    ok(told && gone_at_top(&f), "rank 0 is told the coordinator went (%s frame, rank %u, "
+       "%u bytes)", told ? wire_type_name(f.type) : "no", f.rank, f.len);
+    told = kid && next_frame(n[2], kid, &f);
+    ok(told && gone_at_top(&f), "so is the relay of node 1");
 
-    struct net_conn *c1 = rank_dials(&r1, &cfg->key, cfg, 1);
-    int told1 = c1 && next_frame(r1, c1, &f);
-    ok(c1 && told1 && gone_at_top(&f),
+    struct net_conn *c1 = dial_as(&n[4], cfg, 1, 0, &u, 10000);
+    told = c1 && next_frame(n[4], c1, &f);
+    ok(c1 && told && gone_at_top(&f),
        "rank 1, which comes to the relay only after the close, joins and is told so too "
-       "(%s; %s frame)", c1 ? "joined" : "no relay", told1 ? wire_type_name(f.type) : "no");
+       "(%s; %s frame)", c1 ? "joined" : "no relay", told ? wire_type_name(f.type) : "no");
 
     int status = -1;
     pid_t w = s.pid > 0 ? waitpid(s.pid, &status, 0) : -1;
     ok(w == s.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
        "the relay ends once both of its node's ranks were told (exit status %d)",
        w == s.pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    net_free(r0);
-    net_free(r1);
+    freeaddrinfo(ai);
+    for (int i = 0; i < 5; i++)
+        net_free(n[i]);
     net_free(coord);
     return tap_done();
 }
