@@ -39,7 +39,7 @@ struct relay {
     bool heard;                /* ... and it did say so */
     bool gone;                 /* the way up closed: whoever joins is told where, at once */
     bool broken;               /* the one above broke the protocol */
-    int64_t idle_by;           /* with nothing connected: the relay ends then */
+    int64_t idle_by;           /* with nothing connected, or once gone: the relay ends then */
     bool oom;
 };
 
@@ -164,8 +164,8 @@ static void maybe_idle(struct relay *r)
 }
 
 /* A rank's connection closed, the rank broke the protocol, or the
- * coordinator dropped it: closed, and the coordinator told (it ignores a
- * GONE for a rank it dropped). */
+ * coordinator dropped it: closed, and (unless the way up is gone) the
+ * coordinator told (it ignores a GONE for a rank it dropped). */
 static void local_gone(struct relay *r, uint32_t rank)
 {
     net_close(r->net, r->local[rank]);
@@ -386,7 +386,8 @@ static bool owned(const struct relay *r, const struct net_conn *c)
     return c->c.rank < r->cfg->size && r->local[c->c.rank] == c;
 }
 
-/* One round's events: 0, or -1 when the way up closed. */
+/* One round's events: 0, or -1 when the way up closed, broke, or the one
+ * above said it closed further up (nothing more comes from it then). */
 static int on_events(struct relay *r, struct net_event *ev, int n)
 {
     for (int i = 0; i < n; i++)
@@ -400,9 +401,9 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
                 drain(r, c, ev[i].what);
             continue;
         }
-        if (c == r->up) {
-            if (data && from_up(r) < 0)
-                return -1;
+        if (c == r->up) { /* the round's other events are still taken in when it broke */
+            if (data && !r->broken)
+                from_up(r);
             continue;
         }
         if (c->state != NET_READY)
@@ -423,7 +424,7 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
         if ((ev[i].what & NET_EV_CLOSED) && r->local[rank] == c)
             local_gone(r, rank);
     }
-    return !r->gone && r->up->closed ? -1 : 0;
+    return !r->gone && (r->up->closed || r->broken || r->heard) ? -1 : 0;
 }
 
 static int serve(struct relay *r, struct cohort_err *err)

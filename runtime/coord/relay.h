@@ -17,15 +17,16 @@
  * closed connection is told up at once (RELAY_GONE); RELAY_DROP closes a
  * rank. What a relay below sends for the ranks below it goes up as it is,
  * and what comes for them goes down to it; its death is told up as
- * RELAY_GONE for each rank that joined through it. It ends when its
- * connection up closes (every rank and relay below is then told where the
- * way up broke, RELAY_GONE for rank UINT32_MAX, and so is each of its
- * node's ranks that joins later, until every one of them has joined once
- * or for the join timeout), or when
- * nothing below is connected: for the join timeout times the tree's levels
- * plus one from its start (the levels below start one after the other),
- * for the join timeout after the last one left. A rank's death never ends
- * it: it outlives the rank that started it. Its process is named
+ * RELAY_GONE for each rank that joined through it. When its connection
+ * up closes, or the one above says the way closed further up, every rank
+ * and relay below is told where the way broke (RELAY_GONE for rank
+ * UINT32_MAX: a rank fails at once, naming it), and so is each of its
+ * node's ranks that joins later; it ends once every one of them has
+ * joined, or after the join timeout. Otherwise it ends when nothing below
+ * is connected: for the join timeout times the tree's levels plus one
+ * from its start (the levels below start one after the other), for the
+ * join timeout after the last one left. A rank's death never ends it: it
+ * outlives the rank that started it. Its process is named
  * "cohort-relay" (ps, top). */
 #ifndef COHORT_RELAY_H
 #define COHORT_RELAY_H

@@ -1,13 +1,15 @@
-/* test_relay.c - a node relay (runtime/coord/relay.c: the real
- * cohort-work-coord, started as a node's first rank starts it). The test
- * plays the coordinator above it, the relay below it and the two ranks of
- * its node. A holder of the step's key coming the wrong way (as a rank by
- * TCP, as the relay below by the Unix socket) is not welcomed. When the
- * way up closes, the rank that joined before and the relay below are told
- * that the coordinator went (RELAY_GONE for rank UINT32_MAX, no node
- * named), and so is the rank that comes only after the close, where it
- * would otherwise find no relay and could not say what failed; the relay
- * ends once both of its node's ranks were told. */
+/* test_relay.c - node relays (runtime/coord/relay.c: the real
+ * cohort-work-coord, started as a node's first rank starts one). At
+ * fanout 2 on 4 nodes the relay of node 0 is below the coordinator and
+ * above those of nodes 2 and 3. The test plays the coordinator, node 3's
+ * relay and the ranks; node 2's relay is real too. A holder of the step's
+ * key coming the wrong way (as a rank by TCP, as a relay below by the
+ * Unix socket) is not welcomed. When the coordinator goes, node 0's ranks
+ * and the relays below are told (RELAY_GONE for rank UINT32_MAX, no node
+ * named); node 2's relay tells its rank at once and ends, without waiting
+ * for the relay above to end; and node 0's rank that comes only after the
+ * close is told too, where it would otherwise find no relay and could not
+ * say what failed. Then the relays end. */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -26,7 +28,7 @@
 #include "wire.h"
 
 static const char *hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-static const uint32_t rank_node[] = {0, 0, 1}; /* ranks 0 and 1 on node 0, 2 on node 1 */
+static const uint32_t rank_node[] = {0, 0, 2, 3, 1}; /* ranks 0, 1 on node 0; 2 on 2, ... */
 
 struct start {
     struct coord_config cfg;
@@ -159,80 +161,130 @@ static struct net_conn *relay_up(struct start *s, struct net *coord)
     return s->port > 1 ? relay : NULL;
 }
 
+/* The next frame coord has from relay: whether it is RELAY_JOIN for rank. */
+static bool join_seen(struct net *coord, struct net_conn *relay, uint32_t rank)
+{
+    struct wire_frame f;
+    if (!next_frame(coord, relay, &f))
+        return false;
+    conn_consume(&relay->c, &f);
+    return f.type == WIRE_RELAY && f.flags == RELAY_JOIN && f.rank == rank;
+}
+
+/* Whether c (n's) is told the coordinator went, and, with closes, then
+ * closed by its relay. */
+static bool told(struct net *n, struct net_conn *c, bool closes)
+{
+    struct wire_frame f;
+    unsigned got;
+    if (!c || !next_frame(n, c, &f) || !gone_at_top(&f))
+        return false;
+    conn_consume(&c->c, &f);
+    return !closes || c->closed || wait_event(n, NET_EV_CLOSED, &got);
+}
+
+/* The relay started by s ended with status 0. */
+static bool ended(const struct start *s)
+{
+    int status;
+    return s->pid > 0 && waitpid(s->pid, &status, 0) == s->pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+}
+
+static void bail(const char *why)
+{
+    printf("Bail out! %s\n", why);
+    exit(1);
+}
+
+/* s's record: node's relay, its socket named from nonce. */
+static void record(struct start *s, uint32_t node, const uint8_t nonce[16])
+{
+    struct coord_config *cfg = &s->cfg;
+    *cfg = (struct coord_config){.kind = COORD_RELAY, .job = 91, .step = 2, .size = 5,
+                                 .num_nodes = 4, .rank_node = (uint32_t *)rank_node,
+                                 .join_timeout_s = 30, .node = node, .fanout = 2};
+    const char *build = getenv("COHORT_BUILDDIR");
+    snprintf(s->path, sizeof s->path, "%s/runtime/coord/cohort-work-coord", build ? build : ".");
+    struct cohort_err err;
+    if (auth_key_from_hex("COHORT_SECRET", hex, &cfg->key, &err) < 0)
+        bail(err.msg);
+    hs_view(5, 4, rank_node, NULL, 0, cfg->view);
+    coord_relay_name(nonce, node, cfg->name);
+    snprintf(cfg->host, sizeof cfg->host, "127.0.0.1");
+}
+
+/* t: node's relay's Unix socket (s's record); tcp: its TCP port. */
+static void targets(const struct start *s, struct net_target *t, struct net_target *tcp,
+                    struct addrinfo **ai)
+{
+    *t = (struct net_target){.is_unix = true, .timeout_s = 10, .role = "node relay",
+                             .listening = true};
+    snprintf(t->name, sizeof t->name, "the socket of the relay of node %u", s->cfg.node);
+    t->ua_len = coord_relay_addr(s->cfg.name, &t->ua);
+    char port[8];
+    snprintf(port, sizeof port, "%u", s->port);
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM};
+    if (getaddrinfo("127.0.0.1", port, &hints, ai) != 0)
+        bail("getaddrinfo 127.0.0.1 failed");
+    *tcp = (struct net_target){.addrs = *ai, .port = s->port, .timeout_s = 10,
+                               .role = "node relay", .listening = true};
+    snprintf(tcp->name, sizeof tcp->name, "the relay's port %u", s->port);
+}
+
 int main(void)
 {
-    /* fanout 1: the coordinator holds node 0's relay, which holds node 1's */
-    struct start s = {.cfg = {.kind = COORD_RELAY, .job = 91, .step = 2, .size = 3,
-                              .num_nodes = 2, .rank_node = (uint32_t *)rank_node,
-                              .join_timeout_s = 10, .node = 0, .fanout = 1}};
-    struct coord_config *cfg = &s.cfg;
-    struct cohort_err err;
-    const char *build = getenv("COHORT_BUILDDIR");
-    snprintf(s.path, sizeof s.path, "%s/runtime/coord/cohort-work-coord", build ? build : ".");
-    if (auth_key_from_hex("COHORT_SECRET", hex, &cfg->key, &err) < 0)
-        return printf("Bail out! %s\n", err.msg), 1;
-    hs_view(3, 2, rank_node, NULL, 0, cfg->view);
+    struct start s, s2;
     uint8_t nonce[16];
     for (int i = 0; i < 16; i++)
         nonce[i] = (uint8_t)(getpid() >> (i % 4 * 8)) ^ (uint8_t)(i * 37);
-    coord_relay_name(nonce, 0, cfg->name);
-    snprintf(cfg->host, sizeof cfg->host, "127.0.0.1");
+    record(&s, 0, nonce);
     alarm(60); /* the test's own deadline: a hang fails it */
-    struct net *coord = coordinator(cfg), *n[5] = {0};
+    struct net *coord = coordinator(&s.cfg), *n[6] = {0};
     struct net_conn *relay = coord ? relay_up(&s, coord) : NULL;
     if (!relay)
         return printf("Bail out! the relay did not start: %s\n", s.why), 1;
     ok(1, "the relay of node 0 started and dialed the coordinator (its line: %u %s)", s.port,
        s.addr);
-
-    struct net_target u = {.is_unix = true, .timeout_s = 10, .role = "node relay",
-                           .listening = true}, t = u;
-    snprintf(u.name, sizeof u.name, "the relay's socket");
-    u.ua_len = coord_relay_addr(cfg->name, &u.ua);
-    char port[8];
-    snprintf(port, sizeof port, "%u", s.port);
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
-    if (getaddrinfo("127.0.0.1", port, &hints, &ai) != 0)
-        return printf("Bail out! getaddrinfo\n"), 1;
-    t.is_unix = false;
-    t.addrs = ai;
-    t.port = s.port;
-    snprintf(t.name, sizeof t.name, "the relay's port %u", s.port);
-    ok(!dial_as(&n[0], cfg, 1, 0, &t, 1500),
+    struct net_target u, t;
+    struct addrinfo *ai;
+    targets(&s, &u, &t, &ai);
+    ok(!dial_as(&n[0], &s.cfg, 1, 0, &t, 1500),
        "a holder of the key posing as rank 1 of node 0 by TCP is not welcomed");
-    ok(!dial_as(&n[1], cfg, COORD_AGENT_RANK, 1, &u, 1500),
-       "nor one posing as the relay of node 1 by the node's Unix socket");
-    struct net_conn *kid = dial_as(&n[2], cfg, COORD_AGENT_RANK, 1, &t, 10000);
-    ok(kid != NULL, "the relay of node 1 is welcomed by TCP");
+    ok(!dial_as(&n[1], &s.cfg, COORD_AGENT_RANK, 3, &u, 1500),
+       "nor one posing as the relay of node 3 by the node's Unix socket");
+    struct net_conn *kid = dial_as(&n[2], &s.cfg, COORD_AGENT_RANK, 3, &t, 10000);
+    ok(kid != NULL, "the relay of node 3 is welcomed by TCP");
 
-    struct net_conn *c0 = dial_as(&n[3], cfg, 0, 0, &u, 10000);
-    struct wire_frame f = {0};
-    int joined = next_frame(coord, relay, &f);
-    ok(c0 && joined && f.type == WIRE_RELAY && f.flags == RELAY_JOIN && f.rank == 0,
-       "rank 0 joins by the node's socket, and the relay tells the coordinator of it first "
-       "(%s frame for rank %u)", joined ? wire_type_name(f.type) : "no", f.rank);
+    struct net_conn *c0 = dial_as(&n[3], &s.cfg, 0, 0, &u, 10000);
+    ok(c0 && join_seen(coord, relay, 0), "rank 0 joins by the node's socket, and the relay "
+       "tells the coordinator of it first (no poser did)");
+    record(&s2, 2, nonce);
+    s2.cfg.port = s.port;
+    coord_start(&s2.cfg, s2.path, "node relay", 10, &s2.pid, &s2.port, s2.addr, s2.why,
+                sizeof s2.why);
+    struct net_target u2, t2;
+    struct addrinfo *ai2;
+    if (s2.port != 1)
+        return printf("Bail out! the relay of node 2 did not start: %s\n", s2.why), 1;
+    targets(&s2, &u2, &t2, &ai2);
+    struct net_conn *c2 = dial_as(&n[4], &s2.cfg, 2, 2, &u2, 10000);
+    ok(c2 && join_seen(coord, relay, 2), "the relay of node 2 dials node 0's; its rank 2 "
+       "joins, told to the coordinator on the way");
 
     net_close(coord, relay); /* the coordinator goes */
-    net_poll(coord, 0, &(struct net_event *){0}, &err);
-    int told = c0 && next_frame(n[3], c0, &f);
-    ok(told && gone_at_top(&f), "rank 0 is told the coordinator went (%s frame, rank %u, "
-       "%u bytes)", told ? wire_type_name(f.type) : "no", f.rank, f.len);
-    told = kid && next_frame(n[2], kid, &f);
-    ok(told && gone_at_top(&f), "so is the relay of node 1");
-
-    struct net_conn *c1 = dial_as(&n[4], cfg, 1, 0, &u, 10000);
-    told = c1 && next_frame(n[4], c1, &f);
-    ok(c1 && told && gone_at_top(&f),
-       "rank 1, which comes to the relay only after the close, joins and is told so too "
-       "(%s; %s frame)", c1 ? "joined" : "no relay", told ? wire_type_name(f.type) : "no");
-
-    int status = -1;
-    pid_t w = s.pid > 0 ? waitpid(s.pid, &status, 0) : -1;
-    ok(w == s.pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-       "the relay ends once both of its node's ranks were told (exit status %d)",
-       w == s.pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    net_poll(coord, 0, &(struct net_event *){0}, &(struct cohort_err){0});
+    ok(told(n[3], c0, false), "rank 0 is told the coordinator went");
+    ok(told(n[2], kid, false), "so is the relay of node 3");
+    ok(told(n[4], c2, true), "rank 2 is told by node 2's relay, which closes at once (node "
+       "0's relay is still waiting for its rank 1)");
+    struct net_conn *c1 = dial_as(&n[5], &s.cfg, 1, 0, &u, 10000);
+    ok(c1 && told(n[5], c1, false),
+       "rank 1, which comes to the relay only after the close, joins and is told so too");
+    ok(ended(&s2) && ended(&s), "both relays end, with status 0");
     freeaddrinfo(ai);
-    for (int i = 0; i < 5; i++)
+    freeaddrinfo(ai2);
+    for (int i = 0; i < 6; i++)
         net_free(n[i]);
     net_free(coord);
     return tap_done();

@@ -361,8 +361,9 @@ int main(void)
         if (cohort_barrier(c) != 0) /* nobody leaves before the count */
             return fail(c);
     } else if (what && strcmp(what, "kill-relay") == 0 && cohort_barrier(c) != 0) {
-        return fail(c); /* every rank at its relay before one is killed (tests/unit/test_relay:
-                         * a rank that comes to its relay after the way up closed) */
+        return fail(c); /* every rank at its relay before one is killed: a rank that came
+                         * later to the killed relay would find none (a rank that comes
+                         * late to a live relay whose way up closed: tests/unit/test_relay) */
     }
     int rc = run(w, c, pids);
     if (rc == -2) {
