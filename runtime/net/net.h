@@ -17,8 +17,11 @@
  * welcoming this process, each address for NET_CONNECT_TRY_MS at most. A
  * TCP parent that accepts but does not challenge within NET_CHALLENGE_MS,
  * or answers with something that is not this step's challenge, is not
- * this step's parent: the dial fails at once, naming the port. A Unix
- * parent of another uid is refused.
+ * this step's parent: the dial fails at once, naming the port. (Its
+ * kernel is probed a second after the connect, so that a connection the
+ * parent's side lost as it was made, as a restarted parent's listener
+ * closed, is reset and dialed again instead.) A Unix parent of another
+ * uid is refused.
  *
  * Everything waits in net_poll, with a deadline. Not thread-safe. */
 #ifndef COHORT_NET_H

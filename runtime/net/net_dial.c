@@ -158,6 +158,23 @@ static void not_parent(struct net *n, struct net_conn *c, int code, const char *
              d->t.port);
 }
 
+/* While a TCP parent's challenge is awaited, its kernel is probed
+ * (keepalive) a second after the connect: a connection whose other side
+ * was lost as it was made (the parent's listener closing as the connect
+ * came and a new one taking the port, as in a restart: the kernel drops
+ * the half-made connection without a reset) is then reset by the new
+ * listener and dialed again, rather than taken, once NET_CHALLENGE_MS
+ * passes, for a stranger on the port. Off again once challenged. */
+static void probe_parent(int fd, bool on)
+{
+    int v = on, one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, sizeof v);
+    if (on) {
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &one, sizeof one);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &one, sizeof one);
+    }
+}
+
 static void connected(struct net *n, struct net_conn *c)
 {
     struct net_dial *d = c->dial;
@@ -173,6 +190,7 @@ static void connected(struct net *n, struct net_conn *c)
     } else {
         int one = 1;
         setsockopt(c->c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        probe_parent(c->c.fd, true);
     }
     c->state = NET_WAIT_CHALLENGE;
     long long by = net_now_ms() + NET_CHALLENGE_MS;
@@ -241,6 +259,8 @@ static void on_challenge(struct net *n, struct net_conn *c, const struct wire_fr
         return;
     }
     conn_consume(&c->c, f);
+    if (!c->dial->t.is_unix)
+        probe_parent(c->c.fd, false);
     int len = hs_hello(&n->me, &c->hs, hello, &e);
     if (len < 0) {
         fail(n, c, e.code, "%s", e.msg);
