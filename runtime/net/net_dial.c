@@ -162,9 +162,11 @@ static void not_parent(struct net *n, struct net_conn *c, int code, const char *
  * (keepalive) a second after the connect: a connection whose other side
  * was lost as it was made (the parent's listener closing as the connect
  * came and a new one taking the port, as in a restart: the kernel drops
- * the half-made connection without a reset) is then reset by the new
- * listener and dialed again, rather than taken, once NET_CHALLENGE_MS
- * passes, for a stranger on the port. Off again once challenged. */
+ * the half-made connection without a reset) is then reset by the
+ * parent's kernel (a listener, or no socket, answers the probe so) and
+ * dialed again, rather than taken, once NET_CHALLENGE_MS passes, for a
+ * stranger on the port; a live squatter's kernel answers the probe, and
+ * it is still found out then. Off again once challenged. */
 static void probe_parent(int fd, bool on)
 {
     int v = on, one = 1;
