@@ -7,7 +7,8 @@
 # rank's arrival until every rank holds a 128-byte blob broadcast from rank
 # 0 and has passed a barrier, all ranks arriving at once. Prints a Markdown
 # table: per N, the median and the range of all ROUNDS x REPS runs of each
-# build, and B / A of the medians; then the load average before and after.
+# build, B / A of the medians and its 95 % interval (5,000 resamplings of
+# the runs, python3); then the load average before and after.
 #   bench/bootstrap-compare.sh BUILD_A BUILD_B ["NS"] [ROUNDS] [REPS]
 # NS: "64 256" if unset; ROUNDS: 5; REPS: 3 (1-9). TCPStore is not run.
 # A run where a rank failed counts as failed and is left out of the figures.
@@ -45,6 +46,23 @@ stats() {
                    printf "%.1f (%s-%s), %d runs", m, v[1], v[NR], NR }'
 }
 
+# interval N: the 95 % interval of B / A's medians at N, from 5,000
+# resamplings (with replacement, seeded) of each build's runs.
+interval() {
+    python3 - "$log/runs" "$1" <<'EOF2'
+import random, statistics, sys
+runs = [l.split() for l in open(sys.argv[1])]
+a = [float(r[2]) for r in runs if r[0] == "A" and r[1] == sys.argv[2] and r[2] != "failed"]
+b = [float(r[2]) for r in runs if r[0] == "B" and r[1] == sys.argv[2] and r[2] != "failed"]
+if not a or not b:
+    print("-"); sys.exit()
+rng = random.Random(1)
+q = sorted(statistics.median(rng.choices(b, k=len(b))) / statistics.median(rng.choices(a, k=len(a)))
+           for _ in range(5000))
+print("%.2f-%.2f" % (q[124], q[4874]))
+EOF2
+}
+
 failures() { awk -v t="$1" -v n="$2" '$1 == t && $2 == n && $3 == "failed"' "$log/runs" | wc -l; }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -61,13 +79,13 @@ for round in $(seq "$rounds"); do
     done
     echo "round $round of $rounds done; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
-echo "| N | A (ms) | B (ms) | B / A (medians) | calls with a failed run, A / B |"
-echo "|---|---|---|---|---|"
+echo "| N | A (ms) | B (ms) | B / A (medians) | its 95 % interval | calls with a failed run, A / B |"
+echo "|---|---|---|---|---|---|"
 for n in $ns; do
     a=$(stats A "$n")
     b=$(stats B "$n")
     ratio=$(awk -v a="${a%% *}" -v b="${b%% *}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.3f", b / a; else print "-" }')
-    echo "| $n | $a | $b | $ratio | $(failures A "$n") / $(failures B "$n") |"
+    echo "| $n | $a | $b | $ratio | $(interval "$n") | $(failures A "$n") / $(failures B "$n") |"
 done
 echo
 echo "A: $build_a; B: $build_b; $rounds rounds of $reps runs each; $(nproc) CPUs."
