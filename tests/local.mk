@@ -97,7 +97,7 @@ tests_unit_test_sched_budget_LDADD = runtime/work/libcohort_work_sched.la $(UNIT
 # The placement of streams on workers, on a simulated clock.
 check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model
 TESTS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model
-EXTRA_DIST += tests/unit/store_kv_test.h
+EXTRA_DIST += tests/unit/store_kv_test.h tests/unit/net_test.h
 tests_unit_test_tcpstore_LDADD = runtime/store/libcohort_store.la runtime/net/libcohort_net.la \
 	$(UNIT_LDADD)
 tests_unit_test_store_kv_LDADD = $(tests_unit_test_tcpstore_LDADD)

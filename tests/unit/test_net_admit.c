@@ -15,8 +15,7 @@
 
 #include "net.h"
 #include "tap.h"
-
-static const char *hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+#include "net_test.h"
 
 struct seen {
     int calls;
@@ -34,16 +33,6 @@ static enum net_admit record(void *ctx, const struct hs_hello *h, bool via_unix,
     s->via_unix = via_unix;
     s->rank = h->rank;
     return s->drop_tcp && !via_unix ? NET_DROP : NET_ADMIT;
-}
-
-static void self(struct hs_self *s, const struct auth_key *k, uint32_t rank)
-{
-    static const uint32_t rank_node[] = {0, 0};
-    memset(s, 0, sizeof *s);
-    s->key = k;
-    s->job = 77;
-    s->rank = rank;
-    hs_view(2, 1, rank_node, NULL, 0, s->view);
 }
 
 /* Dials t from client while polling server: 1 when the dial was welcomed,
@@ -75,10 +64,10 @@ int main(void)
     struct hs_self me, child;
     struct seen seen = {0};
     struct net *server, *client;
-    if (auth_key_from_hex("COHORT_SECRET", hex, &k, &err) < 0)
+    if (auth_key_from_hex("COHORT_SECRET", nt_hex, &k, &err) < 0)
         return printf("Bail out! %s\n", err.msg), 1;
-    self(&me, &k, 0);
-    self(&child, &k, 1);
+    nt_self(&me, &k, 77, 0);
+    nt_self(&child, &k, 77, 1);
     struct net_ops ops = {.ctx = &seen, .max_payload = 4096, .admit = record};
     if (net_new(&me, &ops, &server, &err) < 0 || net_new(&child, &ops, &client, &err) < 0)
         return printf("Bail out! %s\n", err.msg), 1;

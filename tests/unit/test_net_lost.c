@@ -19,8 +19,7 @@
 
 #include "net.h"
 #include "tap.h"
-
-static const char *hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+#include "net_test.h"
 
 static enum net_admit admit(void *ctx, const struct hs_hello *h, bool via_unix,
                             struct cohort_err *why)
@@ -30,16 +29,6 @@ static enum net_admit admit(void *ctx, const struct hs_hello *h, bool via_unix,
     (void)via_unix;
     (void)why;
     return NET_ADMIT;
-}
-
-static void self(struct hs_self *s, const struct auth_key *k, uint32_t rank)
-{
-    static const uint32_t rank_node[] = {0, 0};
-    memset(s, 0, sizeof *s);
-    s->key = k;
-    s->job = 78;
-    s->rank = rank;
-    hs_view(2, 1, rank_node, NULL, 0, s->view);
 }
 
 /* A listening TCP socket on 127.0.0.1:*port (0: one the kernel picks,
@@ -106,10 +95,10 @@ int main(void)
     struct cohort_err err;
     struct hs_self parent, child;
     struct net *client, *server = NULL;
-    if (auth_key_from_hex("COHORT_SECRET", hex, &k, &err) < 0)
+    if (auth_key_from_hex("COHORT_SECRET", nt_hex, &k, &err) < 0)
         return printf("Bail out! %s\n", err.msg), 1;
-    self(&parent, &k, 0);
-    self(&child, &k, 1);
+    nt_self(&parent, &k, 78, 0);
+    nt_self(&child, &k, 78, 1);
     struct net_ops ops = {.max_payload = 4096, .admit = admit};
     uint16_t port = 0;
     int lfd = listener(&port);
