@@ -34,9 +34,9 @@ struct relay {
     uint32_t n_local, kids_on; /* connected now */
     uint32_t node_ranks, n_seen; /* this node's ranks, and how many of them ever joined */
     bool *seen;                /* per rank of the step: this node's ranks that joined */
-    uint32_t gone_node;        /* the relay above said the way up closed there (NO_NODE:
-                                * at the coordinator) */
-    bool heard;                /* ... and it did say so */
+    uint32_t gone_node;        /* where the way up closed: what the relay above said, or
+                                * once gone, the one above (NO_NODE: the coordinator) */
+    bool heard;                /* the relay above did say so */
     bool gone;                 /* the way up closed: whoever joins is told where, at once */
     bool broken;               /* the one above broke the protocol */
     int64_t idle_by;           /* with nothing connected, or once gone: the relay ends then */
@@ -307,13 +307,9 @@ static int from_up(struct relay *r)
  * the node of the relay that went, or nothing for the coordinator). */
 static void tell_gone(struct relay *r, struct net_conn *c)
 {
-    uint32_t where = r->heard ? r->gone_node
-                     : coord_relay_up(r->cfg, r->cfg->node) == COORD_TOP
-                         ? NO_NODE
-                         : coord_relay_up(r->cfg, r->cfg->node);
     uint8_t b[4];
-    wire_put32(b, where);
-    send_on(r, c, WIRE_RELAY, RELAY_GONE, UINT32_MAX, b, where == NO_NODE ? 0 : 4);
+    wire_put32(b, r->gone_node);
+    send_on(r, c, WIRE_RELAY, RELAY_GONE, UINT32_MAX, b, r->gone_node == NO_NODE ? 0 : 4);
 }
 
 /* A connection proved itself: a rank of this node, or a relay below; once
@@ -347,6 +343,9 @@ static void joined(struct relay *r, struct net_conn *c)
  * would otherwise find no relay, and could not say what failed). */
 static void go_gone(struct relay *r)
 {
+    uint32_t above = coord_relay_up(r->cfg, r->cfg->node);
+    if (!r->heard) /* the one above itself (the coordinator: NO_NODE) */
+        r->gone_node = above == COORD_TOP ? NO_NODE : above;
     r->gone = true;
     net_close(r->net, r->up);
     r->up = NULL;

@@ -286,6 +286,11 @@ int coord_link_next(struct coord_link *l, struct wire_frame *f, struct cohort_er
     return got;
 }
 
+bool coord_link_over(const struct coord_link *l)
+{
+    return l->conn->closed || l->coord_closed;
+}
+
 void coord_link_gone(const struct coord_link *l, const char *what, char *buf, size_t len)
 {
     if (l->coord_closed && l->gone_node != UINT32_MAX)

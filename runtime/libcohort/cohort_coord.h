@@ -66,7 +66,11 @@ int coord_link_wait(struct coord_link *l, long long until_ms, struct cohort_err 
  * err); the relay's word that the coordinator closed is taken here. */
 int coord_link_next(struct coord_link *l, struct wire_frame *f, struct cohort_err *err);
 
-/* Once the connection closed: who is gone, for messages: "the WHAT
+/* Whether nothing more comes from the coordinator: the connection
+ * closed, or the relay said the way to it closed (the relay may stay). */
+bool coord_link_over(const struct coord_link *l);
+
+/* Once the link is over (coord_link_over): who is gone, for messages: "the WHAT
  * (HOST:PORT) is gone (killed, or its node failed)" when the relay said
  * so, "the relay of node N, on the way to the WHAT (HOST:PORT), is gone
  * (killed, or its node failed)" when it said that, else "this node's relay

@@ -188,7 +188,7 @@ static int take_frames(struct cohort_streams *s, const char *func, struct wire_f
     if (got != 0)
         return gone(s, func, COHORT_ERR_AUTH, got > 0 ? "sent a frame of another kind"
                                                       : "sent what failed its check");
-    if (conn->closed || s->link.coord_closed) { /* the relay said so: nothing more comes */
+    if (coord_link_over(&s->link)) {
         char what[NAME_MAX_LEN + 40], who[COHORT_ERR_LEN / 2];
         s->gone = true;
         snprintf(what, sizeof what, "stream coordinator of set '%s'", s->name);

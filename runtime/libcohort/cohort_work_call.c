@@ -41,7 +41,7 @@ static int next_frame(struct cohort_work *w, const char *func, struct wire_frame
                                         func, w->name, w->link.where,
                                         got > 0 ? "a frame of another kind" : e.msg);
         }
-        if (w->link.conn->closed || w->link.coord_closed) /* the relay said so: nothing more */
+        if (coord_link_over(&w->link))
             return gone(w, func);
         long long now = net_now_ms();
         if (now >= end) {
