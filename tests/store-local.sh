@@ -44,15 +44,18 @@ agent() {
 done_agent() { local fd; eval "fd=\$fd_$1"; exec {fd}>&-; eval "fd_$1="; }
 # ranks OUT FIRST COUNT SIZE PORT SCRIPT ARGS...: ranks FIRST.. of SIZE
 # through the agent at PORT, as the plugin's variables make them; waits;
-# their output in OUT and OUT.err.
+# their output in OUT and OUT.err. A rank's stderr is opened for appending,
+# as a stream is (Slurm gives a task a pipe): the agent's notes go at its
+# end, and torch 2.x's own warnings after them do not write over them.
 ranks() {
     local out=$1 first=$2 count=$3 size=$4 port=$5 pids=() r
     shift 5
     for r in $(seq "$first" $((first + count - 1))); do
+        rm -f "$out.err.$r"
         RANK=$r WORLD_SIZE=$size LOCAL_RANK=$((r - first)) MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
             TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RESTART_COUNT=0 OMP_NUM_THREADS=1 \
             NCCL_HOSTID=cohort-test-$r GLOO_SOCKET_IFNAME=lo timeout 120 "$py" "$@" \
-            >"$out.$r" 2>"$out.err.$r" &
+            >"$out.$r" 2>>"$out.err.$r" &
         pids+=($!)
     done
     wait "${pids[@]}"
