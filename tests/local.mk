@@ -97,7 +97,7 @@ tests_unit_test_sched_budget_LDADD = runtime/work/libcohort_work_sched.la $(UNIT
 # The placement of streams on workers, on a simulated clock.
 check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model
 TESTS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model
-EXTRA_DIST += tests/unit/store_kv_test.h tests/unit/net_test.h
+EXTRA_DIST += tests/unit/store_kv_test.h tests/unit/net_test.h tests/unit/relay_test.h
 tests_unit_test_tcpstore_LDADD = runtime/store/libcohort_store.la runtime/net/libcohort_net.la \
 	$(UNIT_LDADD)
 tests_unit_test_store_kv_LDADD = $(tests_unit_test_tcpstore_LDADD)
@@ -139,6 +139,13 @@ TESTS += tests/unit/test_relay
 tests_unit_test_relay_LDADD = runtime/coord/libcohort_coord_config.la \
 	runtime/net/libcohort_net.la $(UNIT_LDADD) -lpthread
 EXTRA_tests_unit_test_relay_DEPENDENCIES = runtime/coord/cohort-work-coord
+# The node's relay process of a step: a second queue's relay run by the
+# first's process, strangers, the open-file count, its end.
+check_PROGRAMS += tests/unit/test_host
+TESTS += tests/unit/test_host
+tests_unit_test_host_LDADD = runtime/coord/libcohort_coord_config.la \
+	runtime/net/libcohort_net.la $(UNIT_LDADD) -lpthread
+EXTRA_tests_unit_test_host_DEPENDENCIES = runtime/coord/cohort-work-coord
 # The work queue: workers, the coordinator, its journal, across many
 # processes on this machine.
 check_PROGRAMS += tests/work/work_check

@@ -3,7 +3,8 @@
 # machine as simulated nodes (tests/bootstrap/spawn, tests/work/work_check):
 # every item committed exactly once; 512 ranks on 8 nodes under a hard
 # limit of 256 open files (a million items; the coordinator's and the
-# relays' sockets counted in /proc); a node's relay SIGKILLed (its ranks
+# relays' sockets counted in /proc); two queues open at once, one relay
+# process per node; a node's relay SIGKILLed (its ranks
 # fail naming it, the others finish); workers SIGKILLed at random leases
 # (rank 0 too) over many rounds; a SIGSTOPped worker's items finished
 # elsewhere and its late commit refused; the coordinator SIGKILLed and the
@@ -96,7 +97,7 @@ if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge "$files" ]; then
     coord=$(sed -n 's/^rank 0: coordinator sockets: //p' "$tmp/out")
     relays=$(sed -n 's/^rank [0-9]*: relay sockets: //p' "$tmp/out" | sort -u | tr '\n' ' ')
     [ -z "$why" ] && [ "$(grep -c ': ok ' "$tmp/out")" = "$ranks" ] && [ "$coord" = 9 ] &&
-        [ "$relays" = "$((ranks / 8 + 2)) " ] && [ "$(grep -c ': relay sockets: ' "$tmp/out")" = 8 ]
+        [ "$relays" = "$((ranks / 8 + 3)) " ] && [ "$(grep -c ': relay sockets: ' "$tmp/out")" = 8 ]
     ok $? "$ranks ranks on 8 nodes under a hard limit of $files open files: $items items committed once, the coordinator holds ${coord:-?} sockets (8 relays and its listener), each relay ${relays:-? }($(summary)${why:+; $why})"
 else
     skip "$ranks ranks under a hard limit of $files open files" "the hard limit here is $(ulimit -Hn)"
@@ -105,15 +106,25 @@ fi
 # --- the relays' tree ----------------------------------------------------
 # At COHORT_RELAY_FANOUT=2 the relays of 16 nodes form four levels: the
 # coordinator holds the top two (and its listener); the relays of nodes 0
-# to 6 each hold their 4 ranks, the 2 relays below, the one above and 2
-# listeners (Unix and TCP); the 9 others 4 ranks, the one above and 1.
+# to 6 each hold their 4 ranks, the 2 relays below, the one above and 3
+# listeners (Unix and TCP, and the node's socket for the step's later
+# queues and sets, host.h); the 9 others 4 ranks, the one above and 2.
 run 64 16 COHORT_TEST_ITEMS=20000 COHORT_TEST_CAP=16 COHORT_TEST_SOCKETS=1 COHORT_RELAY_FANOUT=2
 why=$(exactly "$tmp/o" 20000)
 coord=$(sed -n 's/^rank 0: coordinator sockets: //p' "$tmp/out")
 relays=$(sed -n 's/^rank [0-9]*: relay sockets: //p' "$tmp/out" | sort | uniq -c | awk '{ printf "%s x %s, ", $1, $2 }')
 [ -z "$why" ] && [ "$(grep -c ': ok ' "$tmp/out")" = 64 ] && [ "$coord" = 3 ] &&
-    [ "$relays" = "9 x 6, 7 x 9, " ]
+    [ "$relays" = "7 x 10, 9 x 7, " ]
 ok $? "64 ranks on 16 nodes, relays in a tree of fanout 2 (four levels): 20000 items committed once; the coordinator holds ${coord:-?} sockets, the relays ${relays:-? }($(summary)${why:+; $why})"
+
+# A second queue opened at once: the node's relay process (host.h) runs
+# both queues' relays, one process per node, not one per queue.
+run 32 8 COHORT_TEST_ITEMS=4000 COHORT_TEST_SOCKETS=1 COHORT_TEST_SECOND=1
+why=$(exactly "$tmp/o" 4000)
+procs=$(sed -n 's/^rank [0-9]*: relay processes: //p' "$tmp/out" | sort | uniq -c | awk '{ printf "%s x %s, ", $1, $2 }')
+[ -z "$why" ] && [ "$(grep -c ': ok ' "$tmp/out")" = 32 ] && [ "$procs" = "8 x 1, " ] &&
+    grep -q '^spawn: 32 exited 0, 0 did not' "$tmp/out"
+ok $? "two queues open at once on 32 ranks of 8 nodes: one relay process on each node (${procs:-none counted }), 4000 items committed once ($(summary)${why:+; $why})"
 
 # The relay of node 0, between the coordinator and the relays of nodes 2
 # and 3 (and, below 2, of 6 and 7), SIGKILLed: node 0's ranks name their

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <nettle/sha2.h>
 
@@ -236,18 +237,42 @@ bool coord_config_has_rank(const struct coord_config *c, const struct hs_hello *
            h->node == c->node;
 }
 
-void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1])
+/* prefix and 32 hex digits of msg's digest: HMAC-SHA256 under key, or
+ * SHA-256 when key is NULL. */
+static void digest_name(const char *prefix, const uint8_t *msg, size_t len,
+                        const struct auth_key *key, char out[COORD_NAME_MAX + 1])
 {
-    uint8_t msg[20], d[SHA256_DIGEST_SIZE];
-    memcpy(msg, nonce, 16);
-    wire_put32(msg + 16, node);
-    struct sha256_ctx ctx;
-    sha256_init(&ctx);
-    sha256_update(&ctx, sizeof msg, msg);
-    sha256_digest(&ctx, sizeof d, d);
-    char *p = out + sprintf(out, "cohort-relay-");
+    uint8_t d[SHA256_DIGEST_SIZE];
+    if (key) {
+        auth_mac(key, "node relays", msg, len, d);
+    } else {
+        struct sha256_ctx ctx;
+        sha256_init(&ctx);
+        sha256_update(&ctx, len, msg);
+        sha256_digest(&ctx, sizeof d, d);
+    }
+    char *p = out + sprintf(out, "%s", prefix);
     for (int i = 0; i < 16; i++)
         p += sprintf(p, "%02x", d[i]);
+}
+
+void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1])
+{
+    uint8_t msg[20];
+    memcpy(msg, nonce, 16);
+    wire_put32(msg + 16, node);
+    digest_name("cohort-relay-", msg, sizeof msg, NULL, out);
+}
+
+void coord_host_name(const struct coord_config *cfg, char out[COORD_NAME_MAX + 1])
+{
+    uint8_t msg[16];
+    wire_put32(msg, (uint32_t)getuid());
+    wire_put32(msg + 4, cfg->job);
+    wire_put32(msg + 8, cfg->step);
+    wire_put32(msg + 12, cfg->node);
+    digest_name("cohort-relays-", msg, sizeof msg,
+                cfg->key.kind == AUTH_SECRET ? &cfg->key : NULL, out);
 }
 
 socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua)

@@ -112,4 +112,14 @@ bool coord_config_has_rank(const struct coord_config *cfg, const struct hs_hello
 void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1]);
 socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua);
 
+/* The name of the socket of the node's relay process (host.h) for the
+ * step of cfg (a relay's record): "cohort-relays-" and 32 hex digits of
+ * HMAC-SHA256(the step's secret, job, step, node), the same for every
+ * queue and set of the step, and unknown to whoever lacks the secret.
+ * Under munge there is no shared secret: SHA-256 of the uid, job, step and
+ * node, which a local user can work out and take first (then every queue
+ * or set has a relay process of its own, as without the host: the rank
+ * checks the owner before it sends anything). */
+void coord_host_name(const struct coord_config *cfg, char out[COORD_NAME_MAX + 1]);
+
 #endif

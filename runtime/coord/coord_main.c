@@ -9,7 +9,8 @@
  * start), and serves the queue (coord.h), the stream set (scoord.h) or the
  * step's store (store_holder.h, on the port its record names) until it is
  * done or no worker (agent) is left. With a relay's record it is that
- * node's relay instead (relay.h), started by the node's first rank. Exit
+ * node's relay instead, started by the node's first rank, and the node's
+ * relay process for the step's later queues and sets (host.h). Exit
  * status: 0 every item done (every worker closed the set; a relay: its
  * coordinator ended), 1 workers left before, 2 it could not start or failed
  * (one line on standard error). */
@@ -25,7 +26,7 @@
 
 #include "coord.h"
 #include "coord_start.h"
-#include "relay.h"
+#include "host.h"
 #include "scoord.h"
 #include "store_holder.h"
 
@@ -164,8 +165,11 @@ int main(void)
      * out until its deadline */
     int got = record(&cfg, &err);
     if (got == 0 && cfg.kind == COORD_RELAY) {
-        rc = relay_run(&cfg, &err);
-    } else if (got == 0 && cfg.kind == COORD_STORE) {
+        rc = host_main(&cfg); /* its lines said */
+        coord_config_free(&cfg);
+        return rc;
+    }
+    if (got == 0 && cfg.kind == COORD_STORE) {
         if (net_fd_check(cfg.num_nodes, "the store holder", "node agents, one connection each",
                          &err) == 0)
             rc = store(&cfg, &err);
@@ -180,13 +184,10 @@ int main(void)
         rc = 2;
     } else if (rc < 0) {
         rc = 2;
-        if (cfg.kind == COORD_RELAY)
-            fprintf(stderr, "cohort: the node relay of node %u failed: %s\n", cfg.node, err.msg);
-        else
-            fprintf(stderr, "cohort: the coordinator of %s '%s' failed: %s\n",
-                    cfg.kind == COORD_STREAMS ? "stream set"
-                    : cfg.kind == COORD_STORE ? "store" : "queue",
-                    cfg.name, err.msg);
+        fprintf(stderr, "cohort: the coordinator of %s '%s' failed: %s\n",
+                cfg.kind == COORD_STREAMS ? "stream set"
+                : cfg.kind == COORD_STORE ? "store" : "queue",
+                cfg.name, err.msg);
     }
     coord_config_free(&cfg);
     return rc;

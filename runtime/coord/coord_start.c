@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,8 +36,9 @@ static int ready(int fd, short events, long long end)
 
 /* Sends the start record on the coordinator's standard input (a
  * socket: never blocking, no SIGPIPE when the coordinator is gone), closes
- * it, and reads the coordinator's one line (the port, or "error WHY"), all
- * by end (ms). 0, -1 when the coordinator closed its end first, -2 at end. */
+ * it (or, when in and out are one socket, its sending half), and reads
+ * the coordinator's one line (the port, or "error WHY"), all by end (ms).
+ * 0, -1 when the coordinator closed its end first, -2 at end. */
 static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end, char *line,
                 size_t cap)
 {
@@ -51,7 +53,10 @@ static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end,
             return -1;
         off += (size_t)n;
     }
-    close(*in);
+    if (*in == out)
+        shutdown(out, SHUT_WR); /* one socket both ways: the record ends here */
+    else
+        close(*in);
     *in = -1;
     size_t got = 0;
     while (got + 1 < cap && !memchr(line, '\n', got)) {
@@ -132,6 +137,18 @@ int coord_started(unsigned port, const char *addr, struct cohort_err *err)
     return 0;
 }
 
+int coord_tell(int *fd, unsigned port, const char *addr, struct cohort_err *err)
+{
+    char line[COORD_ADDR_LEN + 16];
+    int n = snprintf(line, sizeof line, "%u %s\n", port, addr ? addr : "");
+    ssize_t sent = send(*fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    close(*fd);
+    *fd = -1;
+    if (sent != n)
+        return cohort_fail(err, "cannot tell the starting rank it listens");
+    return 0;
+}
+
 void coord_end(pid_t *pid)
 {
     if (kill(-*pid, SIGKILL) < 0)
@@ -148,6 +165,23 @@ void coord_end(pid_t *pid)
             return;
         poll(NULL, 0, left < nap ? (int)left : nap);
     }
+}
+
+/* A start's line read (talk's rc and line): *port and a, or why. */
+static void take_line(int rc, const char *line, const char *role, const char *path,
+                      int timeout_s, uint16_t *port, char a[COORD_ADDR_LEN], char *why,
+                      size_t len)
+{
+    unsigned p;
+    if (rc == 0 && strncmp(line, "error ", 6) == 0)
+        snprintf(why, len, "%.*s", (int)len - 1, line + 6);
+    else if (rc == 0 && sscanf(line, "%u %255s", &p, a) >= 1 && p > 0 && p < 65536)
+        *port = (uint16_t)p;
+    else if (rc == -2)
+        snprintf(why, len, "the %s %s did not start within %d s (stopped, or its node "
+                 "overloaded?): it was killed", role, path, timeout_s);
+    else
+        snprintf(why, len, "the %s %s exited as it started", role, path);
 }
 
 void coord_start(const struct coord_config *cfg, const char *path, const char *role,
@@ -176,16 +210,7 @@ void coord_start(const struct coord_config *cfg, const char *path, const char *r
     char line[COHORT_ERR_LEN + 16];
     int rc = talk(&in[1], out[0], rec, rec_len, net_now_ms() + (long long)timeout_s * 1000,
                   line, sizeof line);
-    unsigned p;
-    if (rc == 0 && strncmp(line, "error ", 6) == 0)
-        snprintf(why, len, "%.*s", (int)len - 1, line + 6);
-    else if (rc == 0 && sscanf(line, "%u %255s", &p, a) >= 1 && p > 0 && p < 65536)
-        *port = (uint16_t)p;
-    else if (rc == -2)
-        snprintf(why, len, "the %s %s did not start within %d s (stopped, or its node "
-                 "overloaded?): it was killed", role, path, timeout_s);
-    else
-        snprintf(why, len, "the %s %s exited as it started", role, path);
+    take_line(rc, line, role, path, timeout_s, port, a, why, len);
     if (!*port && *pid > 0)
         coord_end(pid);
 done:
@@ -200,6 +225,58 @@ done:
         if (out[i] >= 0)
             close(out[i]);
     }
+}
+
+/* A connection to the node's relay process of cfg's step, when one
+ * listens and is this user's (its pid in *pid): the descriptor, or -1. */
+static int dial_host(const struct coord_config *cfg, pid_t *pid)
+{
+    char name[COORD_NAME_MAX + 1];
+    struct sockaddr_un ua;
+    coord_host_name(cfg, name);
+    socklen_t ua_len = coord_relay_addr(name, &ua);
+    struct ucred cr;
+    socklen_t cr_len = sizeof cr;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&ua, ua_len) == 0 &&
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cr_len) == 0 && cr.uid == getuid()) {
+        *pid = cr.pid;
+        return fd;
+    }
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+void coord_start_relay(const struct coord_config *cfg, const char *path, int timeout_s,
+                       pid_t *pid, uint16_t *port, char addr[COORD_ADDR_LEN], char *why,
+                       size_t len)
+{
+    pid_t host;
+    uint8_t *rec = NULL;
+    size_t rec_len = 0;
+    int fd = dial_host(cfg, &host);
+    *port = 0;
+    if (fd >= 0 && coord_config_encode(cfg, &rec, &rec_len) == 0) {
+        char line[COHORT_ERR_LEN + 16], a[COORD_ADDR_LEN] = "";
+        int in = fd;
+        int rc = talk(&in, fd, rec, rec_len, net_now_ms() + (long long)timeout_s * 1000, line,
+                      sizeof line);
+        explicit_bzero(rec, rec_len);
+        free(rec);
+        close(fd);
+        if (rc == 0) { /* served by it: never this rank's to end */
+            take_line(rc, line, "node relay", path, timeout_s, port, a, why, len);
+            *pid = 0;
+            if (addr)
+                memcpy(addr, a, sizeof a);
+            return;
+        }
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    /* none, or it closed unasked (it was ending): a process of the rank's */
+    coord_start(cfg, path, "node relay", timeout_s, pid, port, addr, why, len);
 }
 
 int coord_listen_any(uint16_t *port, struct cohort_err *err)

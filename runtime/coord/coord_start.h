@@ -25,12 +25,27 @@ void coord_start(const struct coord_config *cfg, const char *path, const char *r
                  int timeout_s, pid_t *pid, uint16_t *port, char addr[COORD_ADDR_LEN],
                  char *why, size_t len);
 
+/* A node relay for cfg (a relay's record): served by the node's relay
+ * process for the step (host.h) when one listens and is this user's
+ * (*pid 0 then: it is never this rank's to end), else started as
+ * coord_start starts one (which then becomes that process, or a relay
+ * alone when another took the node's socket first). The same results as
+ * coord_start's. The record's key goes to a process of this user only. */
+void coord_start_relay(const struct coord_config *cfg, const char *path, int timeout_s,
+                       pid_t *pid, uint16_t *port, char addr[COORD_ADDR_LEN], char *why,
+                       size_t len);
+
 /* The started process's side: writes its line (its port; a relay's, the
  * port its relays below dial or 1, and addr, where it is reached) on
  * standard output, then points standard input and output at /dev/null
  * (the starting rank may go: nothing more for it to read). 0, or -1 with
  * err. */
 int coord_started(unsigned port, const char *addr, struct cohort_err *err);
+
+/* The same line sent on the stream socket *fd (a rank's connection to
+ * the node's relay process, host.h), which is then closed and set to -1.
+ * 0, or -1 with err. */
+int coord_tell(int *fd, unsigned port, const char *addr, struct cohort_err *err);
 
 /* A listening TCP socket on every address (IPv6 with IPv4 mapped where
  * the host has IPv6), on *port, or when it is 0 a port the kernel picks

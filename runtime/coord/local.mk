@@ -14,7 +14,7 @@ runtime_coord_cohort_work_coord_SOURCES = runtime/coord/coord_main.c runtime/coo
 	runtime/coord/coord_wake.c runtime/coord/coord_answer.c runtime/coord/coord_report.c runtime/coord/coord_journal.c runtime/coord/coord_output.c \
 	runtime/coord/scoord.c runtime/coord/scoord.h runtime/coord/store_holder.c \
 	runtime/coord/store_holder.h runtime/coord/peers.c runtime/coord/peers.h \
-	runtime/coord/relay.c runtime/coord/relay.h
+	runtime/coord/relay.c runtime/coord/relay.h runtime/coord/host.c runtime/coord/host.h
 runtime_coord_cohort_work_coord_LDADD = runtime/coord/libcohort_coord_config.la \
 	runtime/store/libcohort_store.la \
 	runtime/streams/libcohort_streams_msg.la runtime/streams/libcohort_place.la \

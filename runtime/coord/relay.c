@@ -40,6 +40,9 @@ struct relay {
     bool gone;                 /* the way up closed: whoever joins is told where, at once */
     bool broken;               /* the one above broke the protocol */
     int64_t idle_by;           /* with nothing connected, or once gone: the relay ends then */
+    int *tell;                 /* where its start is told (closed, then -1), or NULL:
+                                * standard output */
+    uint32_t others;           /* descriptors the node's other relays in its process hold */
     bool oom;
 };
 
@@ -151,7 +154,8 @@ static int listen_all(struct relay *r, const char *addr, struct cohort_err *err)
     if (r->n_kids && ((fd = coord_listen_any(&port, err)) < 0 ||
                       net_listen(r->net, fd, false, err) < 0))
         return -1;
-    return coord_started(r->n_kids ? port : 1, addr, err);
+    unsigned told = r->n_kids ? port : 1;
+    return r->tell ? coord_tell(r->tell, told, addr, err) : coord_started(told, addr, err);
 }
 
 /* Nothing connected any more: the relay ends after the join timeout (or
@@ -451,21 +455,37 @@ static int serve(struct relay *r, struct cohort_err *err)
     return 0;
 }
 
-/* The relay's tables, after its descriptor check. */
+/* The ranks of the relay's node. */
+static uint32_t node_ranks(const struct coord_config *cfg)
+{
+    uint32_t ranks = 0;
+    for (uint32_t i = 0; i < cfg->size; i++)
+        ranks += cfg->rank_node[i] == cfg->node;
+    return ranks;
+}
+
+uint32_t relay_fds(const struct coord_config *cfg)
+{
+    uint32_t kids = coord_relay_kids(cfg, cfg->node);
+    return node_ranks(cfg) + kids + (kids ? 3 : 2);
+}
+
+/* The relay's tables, after its descriptor check (with what the node's
+ * other relays in this process hold). */
 static int setup(struct relay *r, struct cohort_err *err)
 {
     const struct coord_config *cfg = r->cfg;
-    uint32_t ranks = 0; /* the node's */
-    for (uint32_t i = 0; i < cfg->size; i++)
-        ranks += cfg->rank_node[i] == cfg->node;
-    r->node_ranks = ranks;
+    r->node_ranks = node_ranks(cfg);
     r->n_kids = coord_relay_kids(cfg, cfg->node);
     r->first_kid = (cfg->node + 1) * cfg->fanout;
     char who[48];
     snprintf(who, sizeof who, "the node relay of node %u", cfg->node);
-    if (net_fd_check(ranks + r->n_kids + (r->n_kids ? 3 : 2), who,
-                     "of its node's ranks, the relays below it, the one above and its "
-                     "listeners, one each", err) < 0)
+    if (net_fd_check(relay_fds(cfg) + r->others, who,
+                     r->others ? "of its node's ranks, the relays below it, the one above, its "
+                                 "listeners and what its process holds besides, one each"
+                               : "of its node's ranks, the relays below it, the one above and "
+                                 "its listeners, one each",
+                     err) < 0)
         return -1;
     if (!(r->local = calloc(cfg->size, sizeof *r->local)) ||
         !(r->kid = calloc(r->n_kids ? r->n_kids : 1, sizeof *r->kid)) ||
@@ -477,9 +497,9 @@ static int setup(struct relay *r, struct cohort_err *err)
     return 0;
 }
 
-int relay_run(const struct coord_config *cfg, struct cohort_err *err)
+int relay_run(const struct coord_config *cfg, int *tell, uint32_t others, struct cohort_err *err)
 {
-    struct relay r = {.cfg = cfg, .gone_node = NO_NODE};
+    struct relay r = {.cfg = cfg, .gone_node = NO_NODE, .tell = tell, .others = others};
     prctl(PR_SET_NAME, "cohort-relay"); /* what ps and top show: not a coordinator */
     struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
                          .rank = COORD_AGENT_RANK, .node = cfg->node};

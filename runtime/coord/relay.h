@@ -1,6 +1,7 @@
-/* relay.h - a node relay: one process per node of a step for each work
- * queue or stream set, started by the node's first rank in a session of
- * its own (cohort-work-coord with a COORD_RELAY start record), so that
+/* relay.h - a node relay: one per node of a step for each work queue or
+ * stream set, run in the node's relay process of the step (host.h:
+ * cohort-work-coord with a COORD_RELAY start record, started by the
+ * node's first rank in a session of its own), so that
  * the coordinator holds one connection per node up to the relays' fanout,
  * and beyond it one per relay at the top of their tree (coord_config.h).
  *
@@ -31,11 +32,25 @@
 #ifndef COHORT_RELAY_H
 #define COHORT_RELAY_H
 
+#include <stdint.h>
+
 #include "coord_config.h"
 #include "error.h"
 
 /* Serves cfg (a COORD_RELAY record) until the end above: 0, -1 with err
- * when it failed serving, -2 with err when it could not start. */
-int relay_run(const struct coord_config *cfg, struct cohort_err *err);
+ * when it failed serving, -2 with err when it could not start. Its start
+ * is told on standard output when tell is NULL, else on *tell, which is
+ * then closed and set to -1 (left as it is when it could not start);
+ * others: the descriptors its process holds besides (host.h: the node's
+ * other relays', and its own), counted with its own against the
+ * open-file limit. A
+ * relay holds no state outside its call: several run at once in threads
+ * of one process. */
+int relay_run(const struct coord_config *cfg, int *tell, uint32_t others,
+              struct cohort_err *err);
+
+/* The descriptors a relay of cfg may hold: its node's ranks, the relays
+ * below it, the one above and its listeners. */
+uint32_t relay_fds(const struct coord_config *cfg);
 
 #endif

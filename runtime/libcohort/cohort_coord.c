@@ -1,8 +1,9 @@
 /* cohort_coord.c - a step's coordinator process and every rank's
  * connection to it (cohort_coord.h): started by rank 0 with its start
  * record on its standard input and a minimal environment, its port and a
- * nonce broadcast; each node's relay started by the node's first rank;
- * every rank dials its node's relay. */
+ * nonce broadcast; each node's relay started by the node's first rank
+ * (or asked of the node's relay process, host.h); every rank dials its
+ * node's relay. */
 #include "cohort_coord.h"
 
 #include <stdio.h>
@@ -46,8 +47,11 @@ static void start(const struct coord_link *l, const struct envlist *env,
                   char addr[COORD_ADDR_LEN], char *why, size_t len)
 {
     const char *path = envlist_get(env, "COHORT_WORK_COORD");
-    coord_start(cfg, path && *path ? path : COHORT_WORK_COORD_PATH, role, l->timeout_s, pid,
-                port, addr, why, len);
+    path = path && *path ? path : COHORT_WORK_COORD_PATH;
+    if (cfg->kind == COORD_RELAY) /* the node's relay process, when one serves the step */
+        coord_start_relay(cfg, path, l->timeout_s, pid, port, addr, why, len);
+    else
+        coord_start(cfg, path, role, l->timeout_s, pid, port, addr, why, len);
     explicit_bzero(&cfg->key, sizeof cfg->key);
 }
 

@@ -26,41 +26,13 @@
 #include "net.h"
 #include "tap.h"
 #include "wire.h"
+#include "relay_test.h"
 
-static const char *hex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 static const uint32_t rank_node[] = {0, 0, 2, 3, 1}; /* ranks 0, 1 on node 0; 2 on 2, ... */
-
-struct start {
-    struct coord_config cfg;
-    char path[4096];
-    pid_t pid;
-    uint16_t port;
-    char addr[COORD_ADDR_LEN];
-    char why[COHORT_ERR_LEN];
-};
-
-/* The coordinator admits node 0's relay, by TCP. */
-static enum net_admit coord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
-                                  struct cohort_err *why)
-{
-    (void)ctx;
-    (void)why;
-    return h->rank == COORD_AGENT_RANK && h->node == 0 && !via_unix ? NET_ADMIT : NET_DROP;
-}
-
-static enum net_admit no_admit(void *ctx, const struct hs_hello *h, bool via_unix,
-                               struct cohort_err *why)
-{
-    (void)ctx;
-    (void)h;
-    (void)via_unix;
-    (void)why;
-    return NET_DROP;
-}
 
 static void *start_relay(void *arg)
 {
-    struct start *s = arg;
+    struct rt_start *s = arg;
     coord_start(&s->cfg, s->path, "node relay", 10, &s->pid, &s->port, s->addr, s->why,
                 sizeof s->why);
     return NULL;
@@ -100,22 +72,6 @@ static int next_frame(struct net *n, struct net_conn *c, struct wire_frame *f)
     return conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, f, &err) > 0;
 }
 
-/* A process of the step (rank, node: a rank, or COORD_AGENT_RANK for a
- * relay) dialing t for ms: its connection once welcomed, or NULL (*n its
- * loop either way). */
-static struct net_conn *dial_as(struct net **n, const struct coord_config *cfg, uint32_t rank,
-                                uint32_t node, const struct net_target *t, int ms)
-{
-    struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step, .rank = rank,
-                         .node = node};
-    memcpy(me.view, cfg->view, sizeof me.view);
-    struct net_ops ops = {.max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = no_admit};
-    struct cohort_err err;
-    if (net_new(&me, &ops, n, &err) < 0)
-        return NULL;
-    return net_dial_wait(*n, t, net_now_ms() + ms, &err);
-}
-
 /* Whether f is the relay's word that the way up closed at the coordinator. */
 static bool gone_at_top(const struct wire_frame *f)
 {
@@ -123,34 +79,9 @@ static bool gone_at_top(const struct wire_frame *f)
            f->len == 0;
 }
 
-/* The coordinator's side: a loop listening on a TCP port of 127.0.0.1
- * (in cfg->port), or NULL. */
-static struct net *coordinator(struct coord_config *cfg)
-{
-    struct hs_self top = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
-                          .rank = UINT32_MAX, .node = UINT32_MAX};
-    memcpy(top.view, cfg->view, sizeof top.view);
-    struct net_ops ops = {.max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = coord_admit};
-    struct net *coord;
-    struct cohort_err err;
-    struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t inlen = sizeof in;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (net_new(&top, &ops, &coord, &err) < 0)
-        return NULL;
-    if (bind(fd, (struct sockaddr *)&in, sizeof in) < 0 || listen(fd, 8) < 0 ||
-        getsockname(fd, (struct sockaddr *)&in, &inlen) < 0 ||
-        net_listen(coord, fd, false, &err) < 0) {
-        net_free(coord);
-        return NULL;
-    }
-    cfg->port = ntohs(in.sin_port);
-    return coord;
-}
-
 /* The relay of node 0 started for s (its TCP port in s->port) and joined
  * to coord: its connection there, or NULL. */
-static struct net_conn *relay_up(struct start *s, struct net *coord)
+static struct net_conn *relay_up(struct rt_start *s, struct net *coord)
 {
     pthread_t t;
     if (pthread_create(&t, NULL, start_relay, s) != 0)
@@ -184,7 +115,7 @@ static bool told(struct net *n, struct net_conn *c, bool closes)
 }
 
 /* The relay started by s ended with status 0. */
-static bool ended(const struct start *s)
+static bool ended(const struct rt_start *s)
 {
     int status;
     return s->pid > 0 && waitpid(s->pid, &status, 0) == s->pid && WIFEXITED(status) &&
@@ -198,7 +129,7 @@ static void bail(const char *why)
 }
 
 /* s's record: node's relay, its socket named from nonce. */
-static void record(struct start *s, uint32_t node, const uint8_t nonce[16])
+static void record(struct rt_start *s, uint32_t node, const uint8_t nonce[16])
 {
     struct coord_config *cfg = &s->cfg;
     *cfg = (struct coord_config){.kind = COORD_RELAY, .job = 91, .step = 2, .size = 5,
@@ -207,7 +138,7 @@ static void record(struct start *s, uint32_t node, const uint8_t nonce[16])
     const char *build = getenv("COHORT_BUILDDIR");
     snprintf(s->path, sizeof s->path, "%s/runtime/coord/cohort-work-coord", build ? build : ".");
     struct cohort_err err;
-    if (auth_key_from_hex("COHORT_SECRET", hex, &cfg->key, &err) < 0)
+    if (auth_key_from_hex("COHORT_SECRET", rt_hex, &cfg->key, &err) < 0)
         bail(err.msg);
     hs_view(5, 4, rank_node, NULL, 0, cfg->view);
     coord_relay_name(nonce, node, cfg->name);
@@ -215,7 +146,7 @@ static void record(struct start *s, uint32_t node, const uint8_t nonce[16])
 }
 
 /* t: node's relay's Unix socket (s's record); tcp: its TCP port. */
-static void targets(const struct start *s, struct net_target *t, struct net_target *tcp,
+static void targets(const struct rt_start *s, struct net_target *t, struct net_target *tcp,
                     struct addrinfo **ai)
 {
     *t = (struct net_target){.is_unix = true, .timeout_s = 10, .role = "node relay",
@@ -234,13 +165,13 @@ static void targets(const struct start *s, struct net_target *t, struct net_targ
 
 int main(void)
 {
-    struct start s, s2;
+    struct rt_start s, s2;
     uint8_t nonce[16];
     for (int i = 0; i < 16; i++)
         nonce[i] = (uint8_t)(getpid() >> (i % 4 * 8)) ^ (uint8_t)(i * 37);
     record(&s, 0, nonce);
     alarm(60); /* the test's own deadline: a hang fails it */
-    struct net *coord = coordinator(&s.cfg), *n[6] = {0};
+    struct net *coord = rt_coordinator(&s.cfg), *n[6] = {0};
     struct net_conn *relay = coord ? relay_up(&s, coord) : NULL;
     if (!relay)
         return printf("Bail out! the relay did not start: %s\n", s.why), 1;
@@ -249,14 +180,14 @@ int main(void)
     struct net_target u, t;
     struct addrinfo *ai;
     targets(&s, &u, &t, &ai);
-    ok(!dial_as(&n[0], &s.cfg, 1, 0, &t, 1500),
+    ok(!rt_dial_as(&n[0], &s.cfg, 1, 0, &t, 1500),
        "a holder of the key posing as rank 1 of node 0 by TCP is not welcomed");
-    ok(!dial_as(&n[1], &s.cfg, COORD_AGENT_RANK, 3, &u, 1500),
+    ok(!rt_dial_as(&n[1], &s.cfg, COORD_AGENT_RANK, 3, &u, 1500),
        "nor one posing as the relay of node 3 by the node's Unix socket");
-    struct net_conn *kid = dial_as(&n[2], &s.cfg, COORD_AGENT_RANK, 3, &t, 10000);
+    struct net_conn *kid = rt_dial_as(&n[2], &s.cfg, COORD_AGENT_RANK, 3, &t, 10000);
     ok(kid != NULL, "the relay of node 3 is welcomed by TCP");
 
-    struct net_conn *c0 = dial_as(&n[3], &s.cfg, 0, 0, &u, 10000);
+    struct net_conn *c0 = rt_dial_as(&n[3], &s.cfg, 0, 0, &u, 10000);
     ok(c0 && join_seen(coord, relay, 0), "rank 0 joins by the node's socket, and the relay "
        "tells the coordinator of it first (no poser did)");
     record(&s2, 2, nonce);
@@ -268,7 +199,7 @@ int main(void)
     if (s2.port != 1)
         return printf("Bail out! the relay of node 2 did not start: %s\n", s2.why), 1;
     targets(&s2, &u2, &t2, &ai2);
-    struct net_conn *c2 = dial_as(&n[4], &s2.cfg, 2, 2, &u2, 10000);
+    struct net_conn *c2 = rt_dial_as(&n[4], &s2.cfg, 2, 2, &u2, 10000);
     ok(c2 && join_seen(coord, relay, 2), "the relay of node 2 dials node 0's; its rank 2 "
        "joins, told to the coordinator on the way");
 
@@ -278,7 +209,7 @@ int main(void)
     ok(told(n[2], kid, false), "so is the relay of node 3");
     ok(told(n[4], c2, true), "rank 2 is told by node 2's relay, which closes at once (node "
        "0's relay is still waiting for its rank 1)");
-    struct net_conn *c1 = dial_as(&n[5], &s.cfg, 1, 0, &u, 10000);
+    struct net_conn *c1 = rt_dial_as(&n[5], &s.cfg, 1, 0, &u, 10000);
     ok(c1 && told(n[5], c1, false),
        "rank 1, which comes to the relay only after the close, joins and is told so too");
     ok(ended(&s2) && ended(&s), "both relays end, with status 0");

@@ -10,4 +10,7 @@
  * it) whose parent is parent; -1 when there is none. */
 pid_t proc_child(pid_t parent, const char *comm);
 
+/* How many processes named comm have parent as theirs. */
+int proc_children(pid_t parent, const char *comm);
+
 #endif

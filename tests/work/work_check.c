@@ -54,6 +54,12 @@
  * and before any leases (another), rank 0 prints "rank 0: coordinator sockets: N" and each node's first
  * rank "rank R: relay sockets: N" (the sockets in /proc/PID/fd of its
  * child cohort-work-coord, cohort-relay).
+ * COHORT_TEST_SECOND=1: every rank also opens queue "q2" of 1000 items
+ * right after the first (leased and committed after it), and with
+ * COHORT_TEST_SOCKETS each
+ * node's first rank prints "rank R: relay processes: N" (its children
+ * named cohort-relay: one, when the node's relay process runs both
+ * queues' relays).
  * COHORT_TEST_HAND (without COHORT_TEST_OUTPUT; for bench/output-bench.sh):
  * a directory where the worker writes those results itself, a file per
  * batch, synced, then commits the ids alone (save, then commit). */
@@ -139,6 +145,8 @@ static void print_sockets(void)
         printf("rank 0: coordinator sockets: %d\n", sockets_of(coordinator_of(getpid())));
     if (relay > 0)
         printf("rank %d: relay sockets: %d\n", rank, sockets_of(relay));
+    if (relay > 0 && getenv("COHORT_TEST_SECOND"))
+        printf("rank %d: relay processes: %d\n", rank, proc_children(getpid(), "cohort-relay"));
     fflush(stdout);
 }
 
@@ -326,6 +334,18 @@ static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
     return 0;
 }
 
+/* COHORT_TEST_SECOND's queue: its items leased and committed, then
+ * closed. 0, or -1. */
+static int finish_second(struct cohort_work *w)
+{
+    uint64_t ids[64];
+    long n;
+    while ((n = cohort_work_lease(w, ids, 64)) > 0)
+        if (cohort_work_commit(w, ids, (size_t)n) < 0) /* STALE: others commit those */
+            return -1;
+    return n < 0 || cohort_work_close(w) != 0 ? -1 : 0;
+}
+
 int main(void)
 {
     struct cohort *c;
@@ -353,6 +373,10 @@ int main(void)
         queue = "other";
     if (cohort_work_open(c, queue ? queue : "q", items, &o, &w) != 0)
         return fail(c);
+    struct cohort_work *second = NULL;
+    struct cohort_work_opts none = {.size = sizeof none};
+    if (getenv("COHORT_TEST_SECOND") && cohort_work_open(c, "q2", 1000, &none, &second) != 0)
+        return fail(c);
     const char *what = getenv("COHORT_TEST_DO");
     if (getenv("COHORT_TEST_SOCKETS")) {
         if (cohort_barrier(c) != 0)
@@ -371,7 +395,7 @@ int main(void)
         cohort_finalize(c);
         return 1;
     }
-    if (rc != 0)
+    if (rc != 0 || (second && finish_second(second) != 0))
         return fail(c);
     if (rank == 0 && what && strcmp(what, "stop") == 0)
         kill(pids[env_long("COHORT_TEST_VICTIM", -1)], SIGCONT);

@@ -1,0 +1,265 @@
+/* host.c - the node's relay process of a step (host.h): its socket, a
+ * thread per relay, and its end with the last one. */
+#include "host.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "coord_start.h"
+#include "net.h"
+#include "relay.h"
+
+#define HOST_RECORD_MAX (1u << 24) /* a record: the step's rank table, and a little */
+#define HOST_RELAYS_MAX 1024       /* relays (and records being read) at once */
+
+struct host {
+    const struct coord_config *cfg; /* the first relay's record: the step and node served */
+    int lfd;                        /* the node's socket for the step */
+    int wake[2];                    /* a relay thread ended */
+    pthread_mutex_t mu;
+    uint32_t live;                  /* threads: relays, and records being read */
+    uint32_t fds;                   /* descriptors their relays counted, and its own */
+    bool failed;                    /* a relay failed, or the first could not start */
+};
+
+struct job {
+    struct host *h;
+    int fd;                         /* the asking rank's connection; -1: the first relay */
+    struct coord_config cfg;        /* its record (not the first's) */
+};
+
+/* The record on the rank's connection, read to its end by the step's join
+ * timeout, decoded and checked to be a relay's of this step and node with
+ * this key. 0, or -1 with err. */
+static int take(struct job *j, struct cohort_err *err)
+{
+    const struct coord_config *own = j->h->cfg;
+    size_t cap = 4096, n = 0;
+    uint8_t *buf = malloc(cap);
+    long long end = net_now_ms() + (long long)own->join_timeout_s * 1000;
+    ssize_t got = -1;
+    while (buf && n < HOST_RECORD_MAX) {
+        struct pollfd p = {.fd = j->fd, .events = POLLIN};
+        long long left = end - net_now_ms();
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+            break;
+        if ((got = read(j->fd, buf + n, cap - n)) <= 0)
+            break;
+        if ((n += (size_t)got) == cap) {
+            uint8_t *b = realloc(buf, cap *= 2);
+            if (!b)
+                break;
+            buf = b;
+        }
+    }
+    int rc = got == 0 ? coord_config_decode(buf, n, &j->cfg, err)
+                      : cohort_fail(err, "the node's relay process could not read a record");
+    if (buf)
+        explicit_bzero(buf, n);
+    free(buf);
+    if (rc == 0 && (j->cfg.kind != COORD_RELAY || j->cfg.job != own->job ||
+                    j->cfg.step != own->step || j->cfg.node != own->node ||
+                    j->cfg.key.kind != own->key.kind ||
+                    memcmp(j->cfg.key.bytes, own->key.bytes, sizeof own->key.bytes) != 0))
+        rc = cohort_fail(err, "the node relay process of step %u.%u on node %u was asked for "
+                         "a relay of another step, node or key", own->job, own->step,
+                         own->node);
+    return rc;
+}
+
+/* The relay of cfg run, its descriptors counted with the others'; what
+ * relay_run returned, its failure said. */
+static int run_relay(struct job *j, const struct coord_config *cfg, struct cohort_err *err)
+{
+    struct host *h = j->h;
+    uint32_t need = relay_fds(cfg), others;
+    pthread_mutex_lock(&h->mu);
+    others = h->fds;
+    h->fds += need;
+    pthread_mutex_unlock(&h->mu);
+    int rc = relay_run(cfg, j->fd < 0 ? NULL : &j->fd, others, err);
+    pthread_mutex_lock(&h->mu);
+    h->fds -= need;
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+/* A line on the asking rank's connection (the first's: standard output). */
+static void say(struct job *j, const char *line)
+{
+    if (j->fd < 0) {
+        printf("%s\n", line);
+        fflush(stdout);
+        return;
+    }
+    char text[COHORT_ERR_LEN + 16];
+    int n = snprintf(text, sizeof text, "%s\n", line);
+    /* a rank that is gone has nobody to tell: the result is not looked at */
+    send(j->fd, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1,
+         MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* A relay's end said: one that could not start (rc -2) to its rank, one
+ * that failed (-1) on standard error. */
+static void report(struct job *j, const struct coord_config *cfg, int rc,
+                   const struct cohort_err *err)
+{
+    char line[COHORT_ERR_LEN + 8];
+    if (rc == -2) {
+        snprintf(line, sizeof line, "error %s", err->msg);
+        say(j, line);
+    } else if (rc < 0) {
+        fprintf(stderr, "cohort: the node relay of node %u failed: %s\n", cfg->node, err->msg);
+    }
+}
+
+static void *job_main(void *arg)
+{
+    struct job *j = arg;
+    struct host *h = j->h;
+    struct cohort_err err = {0};
+    bool first = j->fd < 0;
+    const struct coord_config *cfg = first ? h->cfg : &j->cfg;
+    int rc = first || take(j, &err) == 0 ? run_relay(j, cfg, &err) : -2;
+    report(j, cfg, rc, &err);
+    if (j->fd >= 0)
+        close(j->fd);
+    if (!first)
+        coord_config_free(&j->cfg);
+    free(j);
+    pthread_mutex_lock(&h->mu);
+    h->failed |= rc == -1 || (first && rc == -2); /* a later one refused was told so */
+    if (--h->live == 0 && write(h->wake[1], "", 1) < 0) {
+        /* the pipe holds a byte already: the loop wakes */
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* A thread for fd's record (-1: the first relay's). false when none could
+ * be made (fd is then answered and closed). */
+static bool spawn_job(struct host *h, int fd)
+{
+    struct job *j = calloc(1, sizeof *j);
+    pthread_attr_t at;
+    pthread_t t;
+    bool ok = false;
+    pthread_mutex_lock(&h->mu);
+    if (j && h->live < HOST_RELAYS_MAX) {
+        *j = (struct job){.h = h, .fd = fd};
+        h->live++;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &at, job_main, j) == 0;
+        pthread_attr_destroy(&at);
+        if (!ok)
+            h->live--;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (!ok) {
+        free(j);
+        if (fd >= 0) {
+            struct job no = {.fd = fd};
+            say(&no, "error the node's relay process cannot run another relay now "
+                     "(out of threads, or 1024 at once)");
+            close(fd);
+        }
+    }
+    return ok;
+}
+
+/* A connection on the node's socket: this user's get a thread, others are
+ * closed unread. */
+static void accept_one(struct host *h)
+{
+    struct ucred cr;
+    socklen_t len = sizeof cr;
+    int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != getuid()) {
+        close(fd);
+        return;
+    }
+    spawn_job(h, fd);
+}
+
+/* Until the last relay has ended (the socket closed once none is left,
+ * or when it cannot be waited on: the relays then run to their end): 0
+ * when none failed, else 2. */
+static int serve(struct host *h)
+{
+    for (;;) {
+        struct pollfd p[2] = {{.fd = h->wake[0], .events = POLLIN},
+                              {.fd = h->lfd, .events = POLLIN}};
+        if (poll(p, h->lfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR && h->lfd >= 0) {
+            close(h->lfd);
+            h->lfd = -1;
+        }
+        if (p[0].revents) {
+            char b[64];
+            while (read(h->wake[0], b, sizeof b) > 0) {
+            }
+        }
+        pthread_mutex_lock(&h->mu);
+        uint32_t live = h->live;
+        pthread_mutex_unlock(&h->mu);
+        if (live == 0)
+            break; /* only this loop adds threads: none can come now */
+        if (h->lfd >= 0 && (p[1].revents & POLLIN))
+            accept_one(h);
+    }
+    if (h->lfd >= 0)
+        close(h->lfd); /* a rank that comes now starts a new process */
+    return h->failed ? 2 : 0;
+}
+
+/* A relay alone (the node's socket is another's, or none could be had):
+ * the exit status. */
+static int alone(const struct coord_config *cfg)
+{
+    struct cohort_err err = {0};
+    struct job first = {.fd = -1};
+    int rc = relay_run(cfg, NULL, 0, &err);
+    report(&first, cfg, rc, &err);
+    return rc < 0 ? 2 : 0;
+}
+
+/* The process's one host: static, so that a relay thread still leaving
+ * its last unlock as the process exits touches memory that lives on. */
+static struct host the_host;
+
+int host_main(const struct coord_config *cfg)
+{
+    char name[COORD_NAME_MAX + 1];
+    struct sockaddr_un ua;
+    coord_host_name(cfg, name);
+    socklen_t len = coord_relay_addr(name, &ua);
+    struct host *h = &the_host;
+    *h = (struct host){.cfg = cfg, .lfd = -1, .wake = {-1, -1}, .fds = 3}; /* socket, pipe */
+    prctl(PR_SET_NAME, "cohort-relay");
+    h->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (h->lfd < 0 || bind(h->lfd, (struct sockaddr *)&ua, len) < 0 || listen(h->lfd, 64) < 0 ||
+        pipe2(h->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+        for (int i = 0; i < 2; i++)
+            if (h->wake[i] >= 0)
+                close(h->wake[i]);
+        if (h->lfd >= 0)
+            close(h->lfd);
+        return alone(cfg);
+    }
+    pthread_mutex_init(&h->mu, NULL);
+    if (spawn_job(h, -1))
+        return serve(h); /* the pipe and the lock last to the process's exit */
+    close(h->lfd);
+    return alone(cfg);
+}
