@@ -140,12 +140,14 @@ tests_unit_test_relay_LDADD = runtime/coord/libcohort_coord_config.la \
 	runtime/net/libcohort_net.la $(UNIT_LDADD) -lpthread
 EXTRA_tests_unit_test_relay_DEPENDENCIES = runtime/coord/cohort-work-coord
 # The node's relay process of a step: a second queue's relay run by the
-# first's process, strangers, the open-file count, its end.
+# first's process, strangers, the open-file count, its end; the node
+# agent's.
 check_PROGRAMS += tests/unit/test_host
 TESTS += tests/unit/test_host
 tests_unit_test_host_LDADD = runtime/coord/libcohort_coord_config.la \
 	runtime/net/libcohort_net.la $(UNIT_LDADD) -lpthread
-EXTRA_tests_unit_test_host_DEPENDENCIES = runtime/coord/cohort-work-coord
+EXTRA_tests_unit_test_host_DEPENDENCIES = runtime/coord/cohort-work-coord \
+	runtime/agent/cohort-agent
 # The work queue: workers, the coordinator, its journal, across many
 # processes on this machine.
 check_PROGRAMS += tests/work/work_check
@@ -229,7 +231,7 @@ tests_unit_test_output_LDADD = runtime/work/libcohort_work_output.la \
 # test cluster.
 check_PROGRAMS += tests/python/layout
 TESTS += tests/store-local.sh tests/store.sh
-EXTRA_DIST += tests/store-local.sh tests/store.sh tests/store/store_ops.py \
+EXTRA_DIST += tests/store-local.sh tests/store.sh tests/store/store_ops.py tests/store/store_queue.py \
 	tests/store/store_kill.py tests/store/store_stranger.py tests/store/stranger.py \
 	tests/store/store_client.py tests/store/store_pg.py
 TESTS += tests/python.sh tests/python-cluster.sh

@@ -4,6 +4,7 @@
 # plugin, node agent and store holder, and runs unchanged torch 1.13 (Gloo,
 # CPU) scripts: the env:// rendezvous, the store-based barrier, new_group,
 # the store's own operations, a DDP training loop, examples/ddp_allreduce.py;
+# a work queue in the same step, its relays run by the node agents;
 # a rank SIGKILLed while the others initialize (every other rank fails,
 # none hangs, each told in its stderr which key it waits for and which rank
 # is gone); a stranger (the user nobody) trying TCPStore's SET and GET on
@@ -51,6 +52,17 @@ ok $? "a DDP training loop (gloo) with --cohort-store, 2x4: identical parameters
 run "$tmp/allreduce" $store "$py" "$COHORT_SRCDIR/examples/ddp_allreduce.py"
 [ "$(grep -c 'allreduce(sum of ranks)=28 expected=28' "$tmp/allreduce")" = 8 ]
 ok $? "examples/ddp_allreduce.py with --cohort-store: 8 ranks, the right sum ($(why "$tmp/allreduce"))"
+
+# --- the store and a work queue: one process per node ----------------------
+# The node agent runs the queue's relay too: no cohort-relay process is
+# started, and the agent has a thread of that name.
+qenv="$env,COHORT_LIBRARY=$COHORT_BUILDDIR/runtime/libcohort/.libs/libcohort.so.0"
+qenv="$qenv,PYTHONPATH=$COHORT_SRCDIR/python"
+run "$tmp/queue" $store --export="$qenv" "$py" "$scripts/store_queue.py"
+total=$(awk '/^rank [0-9]+: [0-9]+ items$/ {s += $3} END {print s + 0}' "$tmp/queue")
+[ "$(grep -c '^node [01]: relay children 0, agent relay threads [1-9]' "$tmp/queue")" = 2 ] &&
+    [ "$total" = 800 ]
+ok $? "with --cohort-store, a work queue's relay on each node runs in the node agent: one process per node for the store and the queue ($(grep '^node' "$tmp/queue" | sort | tr '\n' ';'); $total of 800 items; $(why "$tmp/queue"))"
 
 # --- a rank killed while the others initialize ------------------------------
 run "$tmp/kill" $store --export="$env,COHORT_TEST_VICTIM=3,COHORT_TEST_TIMEOUT=15" \

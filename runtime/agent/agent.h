@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "auth.h"
+#include "coord_config.h"
 #include "error.h"
 #include "net.h"
 #include "step.h"
@@ -50,6 +51,7 @@ struct agent {
     struct client *c;
     size_t n_c, cap_c;
     uint32_t next_id;
+    struct coord_config relays; /* the step and node whose relays it runs (host.h) */
 };
 
 /* agent_up.c: dials the holder (its deadline the step's timeout). 0, or

@@ -10,7 +10,11 @@
  * output, then relays the node's TCPStore queries to the holder over one
  * authenticated connection, and the plugin's "ended RANK STATUS" lines
  * (a task of the node ended) too, until its standard input closes (the
- * step ends on this node). Exit status: 0, or 2 when it could not start. */
+ * step ends on this node). It also holds the node's socket for the step's
+ * relays (host.h): the relays of the step's queues and stream sets on the
+ * node run in threads of it, so that one process per node serves the
+ * store, the queues and the sets. Exit status: 0, or 2 when it could not
+ * start. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,6 +27,7 @@
 #include "agent.h"
 #include "coord_start.h"
 #include "envlist.h"
+#include "host.h"
 #include "layout.h"
 #include "step_env.h"
 #include "store_msg.h"
@@ -206,6 +211,20 @@ static void ignore_warnings(void)
         signal(sigs[i], SIG_IGN);
 }
 
+/* The node's relays of the step's queues and sets run in this process
+ * (host.h), not in one process each; when another holds their socket,
+ * they go on without it (said when verbose). */
+static void serve_relays(struct agent *a)
+{
+    struct cohort_err e;
+    a->relays = (struct coord_config){.kind = COORD_RELAY, .key = a->key,
+                                      .job = a->step.job_id, .step = a->step.step_id,
+                                      .node = a->step.node_id,
+                                      .join_timeout_s = (uint32_t)a->timeout_s};
+    if (host_serve(&a->relays, &e) < 0 && a->verbose)
+        fprintf(stderr, "cohort: agent of node %u: %s\n", a->step.node_id, e.msg);
+}
+
 static int start(struct agent *a, struct cohort_err *err)
 {
     struct envlist env;
@@ -219,6 +238,8 @@ static int start(struct agent *a, struct cohort_err *err)
         net_fd_limit(); /* the soft limit raised to the hard one */
         rc = agent_local_listen(a, err);
     }
+    if (rc == 0)
+        serve_relays(a);
     if (rc == 0 && a->step.node_id == 0)
         rc = start_holder(a, &env, err);
     if (rc == 0)

@@ -1,5 +1,6 @@
 /* host.c - the node's relay process of a step (host.h): its socket, a
- * thread per relay, and its end with the last one. */
+ * thread per relay, and its end with the last one (or, in the node
+ * agent, with the process). */
 #include "host.h"
 
 #include <errno.h>
@@ -29,6 +30,7 @@ struct host {
     uint32_t live;                  /* threads: relays, and records being read */
     uint32_t fds;                   /* descriptors their relays counted, and its own */
     bool failed;                    /* a relay failed, or the first could not start */
+    bool forever;                   /* serves as long as the process lives (host_serve) */
 };
 
 struct job {
@@ -213,7 +215,7 @@ static int serve(struct host *h)
         pthread_mutex_lock(&h->mu);
         uint32_t live = h->live;
         pthread_mutex_unlock(&h->mu);
-        if (live == 0)
+        if (live == 0 && !h->forever)
             break; /* only this loop adds threads: none can come now */
         if (h->lfd >= 0 && (p[1].revents & POLLIN))
             accept_one(h);
@@ -238,7 +240,9 @@ static int alone(const struct coord_config *cfg)
  * its last unlock as the process exits touches memory that lives on. */
 static struct host the_host;
 
-int host_main(const struct coord_config *cfg)
+/* The node's socket for cfg's step, and the pipe that wakes the loop, in
+ * the process's host: 0, or -1 (nothing held then). */
+static int host_listen(const struct coord_config *cfg)
 {
     char name[COORD_NAME_MAX + 1];
     struct sockaddr_un ua;
@@ -246,7 +250,6 @@ int host_main(const struct coord_config *cfg)
     socklen_t len = coord_relay_addr(name, &ua);
     struct host *h = &the_host;
     *h = (struct host){.cfg = cfg, .lfd = -1, .wake = {-1, -1}, .fds = 3}; /* socket, pipe */
-    prctl(PR_SET_NAME, "cohort-relay");
     h->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (h->lfd < 0 || bind(h->lfd, (struct sockaddr *)&ua, len) < 0 || listen(h->lfd, 64) < 0 ||
         pipe2(h->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -255,11 +258,45 @@ int host_main(const struct coord_config *cfg)
                 close(h->wake[i]);
         if (h->lfd >= 0)
             close(h->lfd);
-        return alone(cfg);
+        return -1;
     }
     pthread_mutex_init(&h->mu, NULL);
-    if (spawn_job(h, -1))
-        return serve(h); /* the pipe and the lock last to the process's exit */
-    close(h->lfd);
+    return 0;
+}
+
+int host_main(const struct coord_config *cfg)
+{
+    prctl(PR_SET_NAME, "cohort-relay");
+    if (host_listen(cfg) < 0)
+        return alone(cfg);
+    if (spawn_job(&the_host, -1))
+        return serve(&the_host); /* the pipe and the lock last to the process's exit */
+    close(the_host.lfd);
     return alone(cfg);
+}
+
+static void *serve_main(void *arg)
+{
+    serve(arg);
+    return NULL;
+}
+
+int host_serve(const struct coord_config *cfg, struct cohort_err *err)
+{
+    pthread_t t;
+    pthread_attr_t at;
+    if (host_listen(cfg) < 0)
+        return cohort_fail(err, "the node's socket for the step's relays is taken (another "
+                           "process holds it): each queue's or set's relay gets a process of "
+                           "its own");
+    the_host.forever = true;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int e = pthread_create(&t, &at, serve_main, &the_host);
+    pthread_attr_destroy(&at);
+    if (e != 0) {
+        close(the_host.lfd);
+        return cohort_fail(err, "cannot serve the node's relays: %s", strerror(e));
+    }
+    return 0;
 }

@@ -12,11 +12,15 @@
  * open-file limit. The process ends when its last relay ends (the socket
  * is closed first: a rank that comes later starts a new one). When the
  * socket is taken (another process of the node holds it), the process is
- * a relay alone, as before there was one per node. */
+ * a relay alone, as before there was one per node. Where the plugin
+ * started the node agent (cohort-agent, for the store), the agent holds
+ * the socket (host_serve), and the step's relays on the node run in it:
+ * one process for the store, the queues and the sets. */
 #ifndef COHORT_HOST_H
 #define COHORT_HOST_H
 
 #include "coord_config.h"
+#include "error.h"
 
 /* Serves cfg (a COORD_RELAY record read from standard input) as above;
  * every line said (the start's on standard output, a failure's on
@@ -24,5 +28,14 @@
  * well, 2 when one failed or the first could not start (a later one that
  * could not start was answered so). */
 int host_main(const struct coord_config *cfg);
+
+/* The same socket for cfg's step (its job, step, node, key and join
+ * timeout; no relay of its own) served from a thread of this process for
+ * as long as the process lives, so that the node's relays of the step's
+ * queues and sets run in it: cohort-agent's, the node agent the plugin
+ * starts for the store. 0, or -1 with err when the socket could not be
+ * had (each relay then gets a process of its own, as without it). cfg
+ * must outlive the process's serving. */
+int host_serve(const struct coord_config *cfg, struct cohort_err *err);
 
 #endif

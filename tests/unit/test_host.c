@@ -9,9 +9,12 @@
  * refused in one line); the process ends once its relays have, and a
  * later relay starts a new one; a process of another uid holding the
  * node's socket first gets nothing and the relay starts in a process of
- * its own. The
+ * its own; where the plugin's node agent (cohort-agent) serves the step,
+ * the relay runs in the agent. The
  * checks as another uid need root (skipped otherwise). */
 #include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -245,6 +248,52 @@ static int squatter(const struct coord_config *cfg, int ready)
     return fd >= 0 && read_all(fd, buf, sizeof buf) == 0 ? 0 : 1;
 }
 
+/* A free TCP port of 127.0.0.1 (the kernel's pick, let go), or 0. */
+static uint16_t free_port(void)
+{
+    struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof in;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    uint16_t port = fd >= 0 && bind(fd, (struct sockaddr *)&in, sizeof in) == 0 &&
+                            getsockname(fd, (struct sockaddr *)&in, &len) == 0
+                        ? ntohs(in.sin_port)
+                        : 0;
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
+/* The node agent of node 0 of job's step, as the plugin starts it for the
+ * store (its record on its input, which *in keeps open: closing it ends
+ * the agent): its pid once it said its port, or -1. */
+static pid_t agent(uint32_t job, int *in)
+{
+    const char *build = getenv("COHORT_BUILDDIR");
+    char path[4096], coord[4096], line[256];
+    snprintf(path, sizeof path, "%s/runtime/agent/cohort-agent", build ? build : ".");
+    snprintf(coord, sizeof coord, "%s/runtime/coord/cohort-work-coord", build ? build : ".");
+    int i[2], o[2];
+    if (pipe2(i, O_CLOEXEC) < 0 || pipe2(o, O_CLOEXEC) < 0)
+        return -1;
+    pid_t p = fork();
+    if (p == 0) {
+        dup2(i[0], 0);
+        dup2(o[1], 1);
+        execl(path, "cohort-agent", (char *)NULL);
+        _exit(127);
+    }
+    close(i[0]);
+    close(o[1]);
+    dprintf(i[1], "SLURM_JOB_ID=%u\nSLURM_STEP_ID=3\nSLURM_NODEID=0\nSLURM_STEP_NUM_TASKS=2\n"
+            "SLURM_STEP_NODELIST=n1\nSLURM_STEP_TASKS_PER_NODE=2\nSLURM_GTIDS=0,1\n"
+            "COHORT_SECRET=%s\nCOHORT_STORE_ADDR=127.0.0.1\nCOHORT_STORE_PORT=%u\n"
+            "COHORT_TIMEOUT=10\nCOHORT_WORK_COORD=%s\n\n", job, rt_hex, free_port(), coord);
+    *in = i[1];
+    ssize_t got = read_all(o[0], line, sizeof line);
+    close(o[0]);
+    return p > 0 && got > 5 && strncmp(line, "port ", 5) == 0 ? p : -1;
+}
+
 int main(void)
 {
     struct rt_start a, b, c, d;
@@ -350,5 +399,20 @@ int main(void)
     } else {
         tap_skip("another uid holding the node's socket first: needs root to be another uid");
     }
+
+    int in = -1;
+    struct rt_start e;
+    pid_t ag = agent(job + 3, &in);
+    record(&e, job + 3, 1);
+    up = ag > 0 && start(&e);
+    ok(up && e.pid == 0 && holds(ag, e.cfg.name),
+       "where the plugin's node agent (cohort-agent, for the store) serves the step, the "
+       "node's relay of a queue runs in it: no process started, its socket held by the "
+       "agent, pid %d (%s)", (int)ag, ag > 0 ? e.why : "the agent did not start");
+    if (in >= 0)
+        close(in); /* the step ends on the node: the agent ends, and its relays with it */
+    st = ended(ag);
+    net_free(e.coord);
+    ok(st == 0, "the agent ends with its step, status %d", st);
     return tap_done();
 }
