@@ -212,8 +212,9 @@ static void ignore_warnings(void)
 }
 
 /* The node's relays of the step's queues and sets run in this process
- * (host.h), not in one process each; when another holds their socket,
- * they go on without it (said when verbose). */
+ * (host.h), not in one process each, counted with the agent's own
+ * descriptors (its clients, its listener and link); when another holds
+ * their socket, they go on without it (said when verbose). */
 static void serve_relays(struct agent *a)
 {
     struct cohort_err e;
@@ -221,7 +222,10 @@ static void serve_relays(struct agent *a)
                                       .job = a->step.job_id, .step = a->step.step_id,
                                       .node = a->step.node_id,
                                       .join_timeout_s = (uint32_t)a->timeout_s};
-    if (host_serve(&a->relays, &e) < 0 && a->verbose)
+    uint32_t tasks = 0; /* the node's: a TCPStore client or two each */
+    for (uint32_t r = 0; r < a->step.num_tasks; r++)
+        tasks += a->rank_node[r] == a->step.node_id;
+    if (host_serve(&a->relays, 2 * tasks + 8, &e) < 0 && a->verbose)
         fprintf(stderr, "cohort: agent of node %u: %s\n", a->step.node_id, e.msg);
 }
 

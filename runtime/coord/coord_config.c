@@ -267,7 +267,7 @@ void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAM
 void coord_host_name(const struct coord_config *cfg, char out[COORD_NAME_MAX + 1])
 {
     uint8_t msg[16];
-    wire_put32(msg, (uint32_t)getuid());
+    wire_put32(msg, (uint32_t)geteuid());
     wire_put32(msg + 4, cfg->job);
     wire_put32(msg + 8, cfg->step);
     wire_put32(msg + 12, cfg->node);

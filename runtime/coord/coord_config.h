@@ -114,8 +114,10 @@ socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua);
 
 /* The name of the socket of the node's relay process (host.h) for the
  * step of cfg (a relay's record): "cohort-relays-" and 32 hex digits of
- * HMAC-SHA256(the step's secret, job, step, node), the same for every
- * queue and set of the step, and unknown to whoever lacks the secret.
+ * HMAC-SHA256(the step's secret, uid, job, step, node), the same for
+ * every queue and set of the step, which cannot be worked out without the
+ * secret (once held, /proc/net/unix shows it: a local user can take it
+ * after the process ends, with the same effect as below).
  * Under munge there is no shared secret: SHA-256 of the uid, job, step and
  * node, which a local user can work out and take first (then every queue
  * or set has a relay process of its own, as without the host: the rank

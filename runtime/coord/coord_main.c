@@ -146,10 +146,12 @@ static int store(const struct coord_config *cfg, struct cohort_err *err)
 /* Slurm's warnings (a time limit's or preemption's SIGTERM, --signal's
  * USR1 or USR2) and a terminal's are for the workers, which drain: the
  * coordinator serves their last commits and closes, then ends once they
- * have gone (SIGKILL still ends it). */
+ * have gone (SIGKILL still ends it). A write to a closed pipe (its
+ * starting rank's standard error gone) fails instead of ending it, and
+ * with it every relay its process runs. */
 static void ignore_warnings(void)
 {
-    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2};
+    static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         signal(sigs[i], SIG_IGN);
 }

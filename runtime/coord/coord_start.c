@@ -140,7 +140,7 @@ int coord_started(unsigned port, const char *addr, struct cohort_err *err)
 int coord_tell(int *fd, unsigned port, const char *addr, struct cohort_err *err)
 {
     char line[COORD_ADDR_LEN + 16];
-    int n = snprintf(line, sizeof line, "%u %s\n", port, addr ? addr : "");
+    int n = snprintf(line, sizeof line, "%u%s%s\n", port, addr ? " " : "", addr ? addr : "");
     ssize_t sent = send(*fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     close(*fd);
     *fd = -1;
@@ -239,7 +239,7 @@ static int dial_host(const struct coord_config *cfg, pid_t *pid)
     socklen_t cr_len = sizeof cr;
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd >= 0 && connect(fd, (struct sockaddr *)&ua, ua_len) == 0 &&
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cr_len) == 0 && cr.uid == getuid()) {
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cr_len) == 0 && cr.uid == geteuid()) {
         *pid = cr.pid;
         return fd;
     }
@@ -265,9 +265,14 @@ void coord_start_relay(const struct coord_config *cfg, const char *path, int tim
         explicit_bzero(rec, rec_len);
         free(rec);
         close(fd);
-        if (rc == 0) { /* served by it: never this rank's to end */
+        *pid = 0; /* served by it: never this rank's to end */
+        if (rc == -2) {
+            snprintf(why, len, "the node's relay process (pid %d) did not answer within %d s "
+                     "(stopped, or its node overloaded?)", (int)host, timeout_s);
+            return;
+        }
+        if (rc == 0 && strncmp(line, "busy ", 5) != 0) {
             take_line(rc, line, "node relay", path, timeout_s, port, a, why, len);
-            *pid = 0;
             if (addr)
                 memcpy(addr, a, sizeof a);
             return;
@@ -275,7 +280,8 @@ void coord_start_relay(const struct coord_config *cfg, const char *path, int tim
     } else if (fd >= 0) {
         close(fd);
     }
-    /* none, or it closed unasked (it was ending): a process of the rank's */
+    /* none; one too full for this relay ("busy"); or one that closed unasked
+     * as it ended: a process of the rank's own */
     coord_start(cfg, path, "node relay", timeout_s, pid, port, addr, why, len);
 }
 

@@ -27,9 +27,11 @@ void coord_start(const struct coord_config *cfg, const char *path, const char *r
 
 /* A node relay for cfg (a relay's record): served by the node's relay
  * process for the step (host.h) when one listens and is this user's
- * (*pid 0 then: it is never this rank's to end), else started as
- * coord_start starts one (which then becomes that process, or a relay
- * alone when another took the node's socket first). The same results as
+ * (*pid 0 then: it is never this rank's to end; its silence past
+ * timeout_s is the failure), else, or when that process has no room for
+ * it or closed without an answer as it ended, started as coord_start
+ * starts one (which then becomes that process, or a relay alone when
+ * another took the node's socket first). The same results as
  * coord_start's. The record's key goes to a process of this user only. */
 void coord_start_relay(const struct coord_config *cfg, const char *path, int timeout_s,
                        pid_t *pid, uint16_t *port, char addr[COORD_ADDR_LEN], char *why,

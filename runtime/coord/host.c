@@ -21,11 +21,13 @@
 
 #define HOST_RECORD_MAX (1u << 24) /* a record: the step's rank table, and a little */
 #define HOST_RELAYS_MAX 1024       /* relays (and records being read) at once */
+#define HOST_OWN_FDS 4             /* its socket, its pipe, its spare descriptor */
 
 struct host {
-    const struct coord_config *cfg; /* the first relay's record: the step and node served */
+    const struct coord_config *cfg; /* the step and node served, with its key */
     int lfd;                        /* the node's socket for the step */
     int wake[2];                    /* a relay thread ended */
+    int spare;                      /* given up for a moment when accept finds no descriptor */
     pthread_mutex_t mu;
     uint32_t live;                  /* threads: relays, and records being read */
     uint32_t fds;                   /* descriptors their relays counted, and its own */
@@ -35,74 +37,108 @@ struct host {
 
 struct job {
     struct host *h;
-    int fd;                         /* the asking rank's connection; -1: the first relay */
+    bool first;                     /* the relay the process was started for */
+    int fd;                         /* the asking rank's connection (not the first's) */
     struct coord_config cfg;        /* its record (not the first's) */
 };
 
+/* buf (n bytes of cap) grown to twice cap, the old copy wiped (it holds
+ * the key): the new buffer, or NULL (buf freed either way). */
+static uint8_t *grow(uint8_t *buf, size_t n, size_t cap)
+{
+    uint8_t *b = malloc(2 * cap);
+    if (b)
+        memcpy(b, buf, n);
+    explicit_bzero(buf, n);
+    free(buf);
+    return b;
+}
+
 /* The record on the rank's connection, read to its end by the step's join
- * timeout, decoded and checked to be a relay's of this step and node with
- * this key. 0, or -1 with err. */
+ * timeout: 0 with *buf and *len, or -1. */
+static int read_record(int fd, long long end, uint8_t **out, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    uint8_t *buf = malloc(cap);
+    ssize_t got = -1;
+    while (buf && n < HOST_RECORD_MAX) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        long long left = end - net_now_ms();
+        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if ((got = read(fd, buf + n, cap - n)) < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        if ((n += (size_t)got) == cap) {
+            buf = grow(buf, n, cap);
+            cap *= 2;
+        }
+    }
+    if (got != 0 && buf) {
+        explicit_bzero(buf, n);
+        free(buf);
+        buf = NULL;
+    }
+    *out = buf;
+    *len = n;
+    return buf ? 0 : -1;
+}
+
+/* The record read, decoded and checked to be a relay's of this step and
+ * node with this key. 0, or -1 with err. */
 static int take(struct job *j, struct cohort_err *err)
 {
     const struct coord_config *own = j->h->cfg;
-    size_t cap = 4096, n = 0;
-    uint8_t *buf = malloc(cap);
-    long long end = net_now_ms() + (long long)own->join_timeout_s * 1000;
-    ssize_t got = -1;
-    while (buf && n < HOST_RECORD_MAX) {
-        struct pollfd p = {.fd = j->fd, .events = POLLIN};
-        long long left = end - net_now_ms();
-        if (left <= 0 || poll(&p, 1, (int)left) <= 0)
-            break;
-        if ((got = read(j->fd, buf + n, cap - n)) <= 0)
-            break;
-        if ((n += (size_t)got) == cap) {
-            uint8_t *b = realloc(buf, cap *= 2);
-            if (!b)
-                break;
-            buf = b;
-        }
-    }
-    int rc = got == 0 ? coord_config_decode(buf, n, &j->cfg, err)
-                      : cohort_fail(err, "the node's relay process could not read a record");
-    if (buf)
-        explicit_bzero(buf, n);
+    uint8_t *buf;
+    size_t n;
+    if (read_record(j->fd, net_now_ms() + (long long)own->join_timeout_s * 1000, &buf, &n) < 0)
+        return cohort_fail(err, "the node's relay process could not read a record");
+    int rc = coord_config_decode(buf, n, &j->cfg, err);
+    explicit_bzero(buf, n);
     free(buf);
+    const struct auth_key *k = &j->cfg.key;
     if (rc == 0 && (j->cfg.kind != COORD_RELAY || j->cfg.job != own->job ||
                     j->cfg.step != own->step || j->cfg.node != own->node ||
-                    j->cfg.key.kind != own->key.kind ||
-                    memcmp(j->cfg.key.bytes, own->key.bytes, sizeof own->key.bytes) != 0))
+                    k->kind != own->key.kind ||
+                    memcmp(k->bytes, own->key.bytes, sizeof k->bytes) != 0 ||
+                    strcmp(k->munge_socket, own->key.munge_socket) != 0))
         rc = cohort_fail(err, "the node relay process of step %u.%u on node %u was asked for "
                          "a relay of another step, node or key", own->job, own->step,
                          own->node);
     return rc;
 }
 
-/* The relay of cfg run, its descriptors counted with the others'; what
- * relay_run returned, its failure said. */
+/* The relay of cfg run, its descriptors counted with the others' (a
+ * relay refused for them does not count). What relay_run returned. */
 static int run_relay(struct job *j, const struct coord_config *cfg, struct cohort_err *err)
 {
     struct host *h = j->h;
-    uint32_t need = relay_fds(cfg), others;
+    uint32_t need = relay_fds(cfg, true), others;
     pthread_mutex_lock(&h->mu);
     others = h->fds;
     h->fds += need;
     pthread_mutex_unlock(&h->mu);
-    int rc = relay_run(cfg, j->fd < 0 ? NULL : &j->fd, others, err);
+    int rc = relay_run(cfg, j->first ? NULL : &j->fd, others, err);
     pthread_mutex_lock(&h->mu);
     h->fds -= need;
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
-/* A line on the asking rank's connection (the first's: standard output). */
+/* A line to the asking rank (the first relay's: on standard output). */
 static void say(struct job *j, const char *line)
 {
-    if (j->fd < 0) {
+    if (j->first) {
         printf("%s\n", line);
         fflush(stdout);
         return;
     }
+    if (j->fd < 0)
+        return; /* told already (its telling failed): nothing more to say */
     char text[COHORT_ERR_LEN + 16];
     int n = snprintf(text, sizeof text, "%s\n", line);
     /* a rank that is gone has nobody to tell: the result is not looked at */
@@ -110,14 +146,17 @@ static void say(struct job *j, const char *line)
          MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* A relay's end said: one that could not start (rc -2) to its rank, one
- * that failed (-1) on standard error. */
+/* A relay's end said: one that could not start (rc -2) to its rank
+ * ("busy WHY" when this process lacks descriptors for it: the rank then
+ * starts a process of its own, with a limit of its own), one that failed
+ * (-1) on standard error. */
 static void report(struct job *j, const struct coord_config *cfg, int rc,
                    const struct cohort_err *err)
 {
     char line[COHORT_ERR_LEN + 8];
     if (rc == -2) {
-        snprintf(line, sizeof line, "error %s", err->msg);
+        bool busy = !j->first && err->code == COHORT_E_RESOURCE;
+        snprintf(line, sizeof line, "%s %s", busy ? "busy" : "error", err->msg);
         say(j, line);
     } else if (rc < 0) {
         fprintf(stderr, "cohort: the node relay of node %u failed: %s\n", cfg->node, err->msg);
@@ -129,7 +168,7 @@ static void *job_main(void *arg)
     struct job *j = arg;
     struct host *h = j->h;
     struct cohort_err err = {0};
-    bool first = j->fd < 0;
+    bool first = j->first;
     const struct coord_config *cfg = first ? h->cfg : &j->cfg;
     int rc = first || take(j, &err) == 0 ? run_relay(j, cfg, &err) : -2;
     report(j, cfg, rc, &err);
@@ -147,9 +186,9 @@ static void *job_main(void *arg)
     return NULL;
 }
 
-/* A thread for fd's record (-1: the first relay's). false when none could
- * be made (fd is then answered and closed). */
-static bool spawn_job(struct host *h, int fd)
+/* A thread for fd's record (first: the relay the process was started
+ * for). false when none could be made (fd is then told busy and closed). */
+static bool spawn_job(struct host *h, bool first, int fd)
 {
     struct job *j = calloc(1, sizeof *j);
     pthread_attr_t at;
@@ -157,7 +196,7 @@ static bool spawn_job(struct host *h, int fd)
     bool ok = false;
     pthread_mutex_lock(&h->mu);
     if (j && h->live < HOST_RELAYS_MAX) {
-        *j = (struct job){.h = h, .fd = fd};
+        *j = (struct job){.h = h, .first = first, .fd = fd};
         h->live++;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -169,10 +208,10 @@ static bool spawn_job(struct host *h, int fd)
     pthread_mutex_unlock(&h->mu);
     if (!ok) {
         free(j);
-        if (fd >= 0) {
+        if (!first) {
             struct job no = {.fd = fd};
-            say(&no, "error the node's relay process cannot run another relay now "
-                     "(out of threads, or 1024 at once)");
+            say(&no, "busy the node's relay process cannot run another relay now (out of "
+                     "threads, or 1024 at once)");
             close(fd);
         }
     }
@@ -180,24 +219,34 @@ static bool spawn_job(struct host *h, int fd)
 }
 
 /* A connection on the node's socket: this user's get a thread, others are
- * closed unread. */
+ * closed unread; with no descriptor left, it is taken off the backlog
+ * with the spare one and closed (the rank starts a process of its own),
+ * rather than left there to wake the loop again and again. */
 static void accept_one(struct host *h)
 {
     struct ucred cr;
     socklen_t len = sizeof cr;
     int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && h->spare >= 0) {
+        close(h->spare);
+        fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd >= 0)
+            close(fd);
+        h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        return;
+    }
     if (fd < 0)
         return;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != getuid()) {
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != geteuid()) {
         close(fd);
         return;
     }
-    spawn_job(h, fd);
+    spawn_job(h, false, fd);
 }
 
 /* Until the last relay has ended (the socket closed once none is left,
- * or when it cannot be waited on: the relays then run to their end): 0
- * when none failed, else 2. */
+ * or when it cannot be waited on: the relays then run to their end), or
+ * for ever: 0 when none failed, else 2. */
 static int serve(struct host *h)
 {
     for (;;) {
@@ -230,7 +279,7 @@ static int serve(struct host *h)
 static int alone(const struct coord_config *cfg)
 {
     struct cohort_err err = {0};
-    struct job first = {.fd = -1};
+    struct job first = {.first = true, .fd = -1};
     int rc = relay_run(cfg, NULL, 0, &err);
     report(&first, cfg, rc, &err);
     return rc < 0 ? 2 : 0;
@@ -240,24 +289,33 @@ static int alone(const struct coord_config *cfg)
  * its last unlock as the process exits touches memory that lives on. */
 static struct host the_host;
 
-/* The node's socket for cfg's step, and the pipe that wakes the loop, in
- * the process's host: 0, or -1 (nothing held then). */
-static int host_listen(const struct coord_config *cfg)
+/* Closes what host_listen opened. */
+static void unlisten(struct host *h)
+{
+    int *fds[] = {&h->lfd, &h->wake[0], &h->wake[1], &h->spare};
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
+        if (*fds[i] >= 0) {
+            close(*fds[i]);
+            *fds[i] = -1;
+        }
+}
+
+/* The node's socket for cfg's step, the pipe that wakes the loop and the
+ * spare descriptor, in the process's host, which holds own descriptors
+ * besides its relays': 0, or -1 (nothing held then). */
+static int host_listen(const struct coord_config *cfg, uint32_t own)
 {
     char name[COORD_NAME_MAX + 1];
     struct sockaddr_un ua;
     coord_host_name(cfg, name);
     socklen_t len = coord_relay_addr(name, &ua);
     struct host *h = &the_host;
-    *h = (struct host){.cfg = cfg, .lfd = -1, .wake = {-1, -1}, .fds = 3}; /* socket, pipe */
+    *h = (struct host){.cfg = cfg, .lfd = -1, .wake = {-1, -1}, .fds = HOST_OWN_FDS + own};
     h->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (h->lfd < 0 || bind(h->lfd, (struct sockaddr *)&ua, len) < 0 || listen(h->lfd, 64) < 0 ||
         pipe2(h->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-        for (int i = 0; i < 2; i++)
-            if (h->wake[i] >= 0)
-                close(h->wake[i]);
-        if (h->lfd >= 0)
-            close(h->lfd);
+        unlisten(h);
         return -1;
     }
     pthread_mutex_init(&h->mu, NULL);
@@ -267,11 +325,13 @@ static int host_listen(const struct coord_config *cfg)
 int host_main(const struct coord_config *cfg)
 {
     prctl(PR_SET_NAME, "cohort-relay");
-    if (host_listen(cfg) < 0)
+    /* too few descriptors to share (a relay alone needs fewer): alone, as before */
+    if ((long)relay_fds(cfg, true) + HOST_OWN_FDS + NET_FD_SPARE > net_fd_limit() ||
+        host_listen(cfg, 0) < 0)
         return alone(cfg);
-    if (spawn_job(&the_host, -1))
+    if (spawn_job(&the_host, true, -1))
         return serve(&the_host); /* the pipe and the lock last to the process's exit */
-    close(the_host.lfd);
+    unlisten(&the_host);
     return alone(cfg);
 }
 
@@ -281,11 +341,11 @@ static void *serve_main(void *arg)
     return NULL;
 }
 
-int host_serve(const struct coord_config *cfg, struct cohort_err *err)
+int host_serve(const struct coord_config *cfg, uint32_t own, struct cohort_err *err)
 {
     pthread_t t;
     pthread_attr_t at;
-    if (host_listen(cfg) < 0)
+    if (host_listen(cfg, own) < 0)
         return cohort_fail(err, "the node's socket for the step's relays is taken (another "
                            "process holds it): each queue's or set's relay gets a process of "
                            "its own");
@@ -295,7 +355,7 @@ int host_serve(const struct coord_config *cfg, struct cohort_err *err)
     int e = pthread_create(&t, &at, serve_main, &the_host);
     pthread_attr_destroy(&at);
     if (e != 0) {
-        close(the_host.lfd);
+        unlisten(&the_host);
         return cohort_fail(err, "cannot serve the node's relays: %s", strerror(e));
     }
     return 0;

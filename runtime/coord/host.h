@@ -9,7 +9,12 @@
  * ("PORT ADDR" or "error WHY") out. A connection of another uid is closed
  * unread; a record of another step, node or key is answered with an
  * error. The relays' descriptors are counted together against the
- * open-file limit. The process ends when its last relay ends (the socket
+ * open-file limit, each relay's connections held to its count (its
+ * ranks, relays and RELAY_POOL strangers): a relay that does not fit is
+ * answered "busy WHY", and the rank starts a process of its own for it
+ * (as it does when no process serves, or when the one there closes
+ * without an answer as it ends); a first relay too big to share starts
+ * alone. The process ends when its last relay ends (the socket
  * is closed first: a rank that comes later starts a new one). When the
  * socket is taken (another process of the node holds it), the process is
  * a relay alone, as before there was one per node. Where the plugin
@@ -33,9 +38,10 @@ int host_main(const struct coord_config *cfg);
  * timeout; no relay of its own) served from a thread of this process for
  * as long as the process lives, so that the node's relays of the step's
  * queues and sets run in it: cohort-agent's, the node agent the plugin
- * starts for the store. 0, or -1 with err when the socket could not be
- * had (each relay then gets a process of its own, as without it). cfg
- * must outlive the process's serving. */
-int host_serve(const struct coord_config *cfg, struct cohort_err *err);
+ * starts for the store, which holds own descriptors of its own (counted
+ * with the relays'). 0, or -1 with err when the socket could not be had
+ * (each relay then gets a process of its own, as without it). cfg must
+ * outlive the process's serving. */
+int host_serve(const struct coord_config *cfg, uint32_t own, struct cohort_err *err);
 
 #endif

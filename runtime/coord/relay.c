@@ -42,7 +42,7 @@ struct relay {
     int64_t idle_by;           /* with nothing connected, or once gone: the relay ends then */
     int *tell;                 /* where its start is told (closed, then -1), or NULL:
                                 * standard output */
-    uint32_t others;           /* descriptors the node's other relays in its process hold */
+    uint32_t others;           /* descriptors its process holds besides (host.h); 0: alone */
     bool oom;
 };
 
@@ -464,10 +464,10 @@ static uint32_t node_ranks(const struct coord_config *cfg)
     return ranks;
 }
 
-uint32_t relay_fds(const struct coord_config *cfg)
+uint32_t relay_fds(const struct coord_config *cfg, bool shared)
 {
     uint32_t kids = coord_relay_kids(cfg, cfg->node);
-    return node_ranks(cfg) + kids + (kids ? 3 : 2);
+    return node_ranks(cfg) + kids + (kids ? 3 : 2) + (shared ? 2 + RELAY_POOL : 0);
 }
 
 /* The relay's tables, after its descriptor check (with what the node's
@@ -480,7 +480,7 @@ static int setup(struct relay *r, struct cohort_err *err)
     r->first_kid = (cfg->node + 1) * cfg->fanout;
     char who[48];
     snprintf(who, sizeof who, "the node relay of node %u", cfg->node);
-    if (net_fd_check(relay_fds(cfg) + r->others, who,
+    if (net_fd_check(relay_fds(cfg, r->others > 0) + r->others, who,
                      r->others ? "of its node's ranks, the relays below it, the one above, its "
                                  "listeners and what its process holds besides, one each"
                                : "of its node's ranks, the relays below it, the one above and "
@@ -507,9 +507,12 @@ int relay_run(const struct coord_config *cfg, int *tell, uint32_t others, struct
     struct net_ops ops = {.ctx = &r, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT, .admit = admit};
     char addr[COORD_ADDR_LEN];
     int rc = -2;
-    if (setup(&r, err) == 0 && net_new(&me, &ops, &r.net, err) == 0 &&
-        dial_up(&r, addr, err) == 0 && listen_all(&r, addr, err) == 0)
-        rc = serve(&r, err);
+    if (setup(&r, err) == 0 && net_new(&me, &ops, &r.net, err) == 0) {
+        if (others) /* in a shared process: its connections within what it was counted for */
+            net_cap(r.net, (long)r.node_ranks + r.n_kids + 1 + RELAY_POOL);
+        if (dial_up(&r, addr, err) == 0 && listen_all(&r, addr, err) == 0)
+            rc = serve(&r, err);
+    }
     net_free(r.net);
     free(r.local);
     free(r.kid);

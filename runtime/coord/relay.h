@@ -32,25 +32,34 @@
 #ifndef COHORT_RELAY_H
 #define COHORT_RELAY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "coord_config.h"
 #include "error.h"
 
+/* In a process shared by several relays (host.h): the connections of
+ * strangers (unproven, on its TCP port) a relay may hold at once, beyond
+ * its own, so that a flood on one relay's port cannot take the
+ * descriptors of the others. */
+#define RELAY_POOL 64
+
 /* Serves cfg (a COORD_RELAY record) until the end above: 0, -1 with err
- * when it failed serving, -2 with err when it could not start. Its start
- * is told on standard output when tell is NULL, else on *tell, which is
- * then closed and set to -1 (left as it is when it could not start);
- * others: the descriptors its process holds besides (host.h: the node's
- * other relays', and its own), counted with its own against the
- * open-file limit. A
- * relay holds no state outside its call: several run at once in threads
- * of one process. */
+ * when it failed serving, -2 with err when it could not start (its code
+ * COHORT_E_RESOURCE when the open-file limit was too low). Its start is
+ * told on standard output when tell is NULL, else on *tell, which is then
+ * closed and set to -1 (also when the telling failed: -2 then). others:
+ * the descriptors its process holds besides (host.h: the node's other
+ * relays' and its own), counted with its own against the open-file
+ * limit; when not 0, its connections are held to what relay_fds counts
+ * for it. A relay holds no state outside its call: several run at once
+ * in threads of one process. */
 int relay_run(const struct coord_config *cfg, int *tell, uint32_t others,
               struct cohort_err *err);
 
 /* The descriptors a relay of cfg may hold: its node's ranks, the relays
- * below it, the one above and its listeners. */
-uint32_t relay_fds(const struct coord_config *cfg);
+ * below it, the one above and its listeners; in a shared process also its
+ * loop's own two and RELAY_POOL. */
+uint32_t relay_fds(const struct coord_config *cfg, bool shared);
 
 #endif

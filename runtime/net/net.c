@@ -50,6 +50,12 @@ int net_fd_check(uint32_t peers, const char *who, const char *what, struct cohor
                             "it to at least %ld", who, peers, what, limit, need);
 }
 
+void net_cap(struct net *n, long conns)
+{
+    if (conns < n->fd_cap)
+        n->fd_cap = conns;
+}
+
 int net_new(const struct hs_self *me, const struct net_ops *ops, struct net **out,
             struct cohort_err *err)
 {

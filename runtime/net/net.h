@@ -129,6 +129,10 @@ int net_new(const struct hs_self *me, const struct net_ops *ops, struct net **ou
             struct cohort_err *err);
 void net_free(struct net *n);
 
+/* The most connections n holds at once, below the process's limit (for a
+ * loop that shares its process with others: what it was counted for). */
+void net_cap(struct net *n, long conns);
+
 /* The descriptors this process may use for connections: the soft limit,
  * raised to the hard one first. */
 long net_fd_limit(void);
