@@ -255,6 +255,27 @@ static int start(struct agent *a, struct cohort_err *err)
     return rc;
 }
 
+/* What the agent holds, let go at its end (its relays' threads, if any,
+ * end with the process). */
+static void agent_free(struct agent *a)
+{
+    for (size_t i = 0; i < a->n_c; i++) {
+        if (a->c[i].fd >= 0)
+            close(a->c[i].fd);
+        free(a->c[i].in);
+        free(a->c[i].out);
+    }
+    free(a->c);
+    if (a->lfd >= 0)
+        close(a->lfd);
+    net_free(a->net);
+    if (a->addrs)
+        freeaddrinfo(a->addrs);
+    free(a->rank_node);
+    step_free(&a->step);
+    auth_key_clear(&a->key);
+}
+
 int main(void)
 {
     struct agent a = {.lfd = -1};
@@ -265,6 +286,7 @@ int main(void)
         fflush(stdout);
         if (a.holder > 0)
             coord_end(&a.holder);
+        agent_free(&a);
         return 2;
     }
     printf("port %u\n", a.lport);
@@ -277,5 +299,6 @@ int main(void)
     serve(&a);
     if (a.holder > 0)
         coord_end(&a.holder);
+    agent_free(&a);
     return 0;
 }
