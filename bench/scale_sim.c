@@ -410,7 +410,8 @@ static void kill_coord(struct sim *m, int64_t t, int64_t restart_us, uint64_t n_
  * each worker's way to the coordinator and the connection it comes by,
  * the tree's levels, and the most sockets the coordinator and any relay
  * hold (a relay: its node's ranks, its Unix listener, the connection up,
- * and with relays below a TCP listener and those). */
+ * the node's socket for the step's other queues and sets (host.h), and
+ * with relays below a TCP listener and those). */
 static void relay_tree(struct sim *m, unsigned *levels, unsigned *coord_fds, unsigned *relay_fds)
 {
     const char *f = getenv("FANOUT"), *r = getenv("RELAY_US");
@@ -431,7 +432,7 @@ static void relay_tree(struct sim *m, unsigned *levels, unsigned *coord_fds, uns
         exit(1);
     for (uint32_t node = 0; node < cfg.num_nodes; node++) {
         uint32_t kids = coord_relay_kids(&cfg, node), crossed = coord_relay_depth(&cfg, node) + 1;
-        unsigned fds = PER_NODE + 2 + (kids ? 1 + kids : 0);
+        unsigned fds = PER_NODE + 3 + (kids ? 1 + kids : 0);
         *relay_fds = fds > *relay_fds ? fds : *relay_fds;
         for (unsigned i = node * PER_NODE; i < (node + 1) * PER_NODE && i < m->nw; i++) {
             m->w[i].way_us = HOP_NODE_US + (int64_t)(crossed * (HOP_NET_US + relay_us) + 0.5);
