@@ -14,6 +14,10 @@
  *   place_tick runs with its actions taken (scoord_run).
  * - A node's death: node 1's 8 connections close (place_lost each, its
  *   actions taken: on_lost), then a poll round's place_tick.
+ * - The node back: its 8 workers join again (a request each: renewal,
+ *   then place_join), then a poll round's place_tick; the streams they
+ *   pull from the others are revoked there (their releases are not
+ *   simulated).
  *
  * Prints one Markdown row: workers, nodes, streams; the start's time in the
  * placement (all of it, then the joins, the first add, which brings the
@@ -21,8 +25,9 @@
  * most load / bound of a live worker after it; the node's death: its time,
  * the streams whose owner changed, those of them that were on the dead
  * node and all the dead node held, its ASSIGNs and REVOKEs, the most load
- * / bound after it; whether the set's own check held after each; the
- * simulator's wall time and peak memory (getrusage).
+ * / bound after it; the node back: its time, its REVOKEs; whether the
+ * set's own check held after each; the simulator's wall time and peak
+ * memory (getrusage).
  *
  *   bench/streams_sim WORKERS [STREAMS] */
 #include <inttypes.h>
@@ -97,16 +102,18 @@ static void renew(struct sim *s, uint32_t r)
     tell(s);
 }
 
-static double joins(struct sim *s)
+/* Workers first to end - 1 join (capacities 1, 2, 4 by number), ROUND a
+ * round: the time taken. */
+static double joins(struct sim *s, uint32_t first, uint32_t end)
 {
     static const double caps[3] = {1, 2, 4};
     struct cohort_err e;
     double t = now_s();
-    for (uint32_t r = 0; r < s->workers; r++) {
+    for (uint32_t r = first; r < end; r++) {
         renew(s, r);
         check(s, place_join(s->p, r, caps[r % 3], s->now, &e), PLACE_OK);
         tell(s);
-        if ((r + 1) % ROUND == 0 || r + 1 == s->workers)
+        if ((r + 1 - first) % ROUND == 0 || r + 1 == end)
             round_end(s);
     }
     return now_s() - t;
@@ -181,7 +188,8 @@ int main(int argc, char **argv)
         free(after);
         return 2;
     }
-    double first = 0, join_s = joins(&s), add_s = adds(&s, &first), start_tick = s.tick_s;
+    double first = 0, join_s = joins(&s, 0, s.workers), add_s = adds(&s, &first),
+           start_tick = s.tick_s;
     long start_assigns = s.assigns, start_revokes = s.revokes;
     double start_worst = worst(&s);
     const char *start_ok = checked(&s);
@@ -206,6 +214,10 @@ int main(int argc, char **argv)
     }
     double death_worst = worst(&s);
     const char *death_ok = checked(&s);
+    long death_assigns = s.assigns, death_revokes = s.revokes;
+    s.assigns = s.revokes = 0;
+    double back_s = joins(&s, DEAD_NODE * PER_NODE, (DEAD_NODE + 1) * PER_NODE);
+    const char *back_ok = checked(&s);
     place_free(s.p);
     free(before);
     free(after);
@@ -213,10 +225,10 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("| %u | %u | %ld | %.3f | %.3f | %.3f | %.3f | %.3f | %ld / %ld | %.3f | %.4f | %ld | "
-           "%ld of %ld | %ld / %ld | %.3f | %s, %s | %.1f | %.0f |\n",
+           "%ld of %ld | %ld / %ld | %.3f | %.4f | %ld | %s, %s, %s | %.1f | %.0f |\n",
            s.workers, s.workers / PER_NODE, s.streams, join_s + add_s, join_s, first, add_s,
            start_tick, start_assigns, start_revokes, start_worst, death_s, moved, moved_dead,
-           held_dead, s.assigns, s.revokes, death_worst, start_ok, death_ok, now_s() - t0,
-           ru.ru_maxrss / 1024.0);
+           held_dead, death_assigns, death_revokes, death_worst, back_s, s.revokes, start_ok,
+           death_ok, back_ok, now_s() - t0, ru.ru_maxrss / 1024.0);
     return s.failed ? 1 : 0;
 }

@@ -34,13 +34,16 @@ int place_new(uint32_t nw, const struct place_opts *opts, struct place **out,
     struct place *p = calloc(1, sizeof *p);
     if (p)
         p->nw = nw;
-    if (!p || !(p->w = calloc(nw, sizeof *p->w)) || place_tree_new(p) < 0) {
+    size_t nb = (size_t)1 << PLACE_BUCKET_BITS;
+    if (!p || !(p->w = calloc(nw, sizeof *p->w)) ||
+        !(p->bucket = malloc(nb * sizeof *p->bucket)) || place_tree_new(p) < 0) {
         place_free(p);
         cohort_fail(err, "out of memory");
         return PLACE_ENOMEM;
     }
     for (uint32_t w = 0; w < nw; w++)
         p->w[w].head[PLACE_LIST_HELD] = p->w[w].head[PLACE_LIST_LEAVING] = PLACE_NONE;
+    memset(p->bucket, 0xff, nb * sizeof *p->bucket); /* PLACE_NONE: empty */
     p->o = o;
     *out = p;
     return PLACE_OK;
@@ -53,6 +56,7 @@ void place_free(struct place *p)
     free(p->w);
     free(p->s);
     free(p->table);
+    free(p->bucket);
     free(p->ring);
     free(p->tree);
     free(p->acts);

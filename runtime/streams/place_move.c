@@ -134,12 +134,29 @@ int place_settle(struct place *p)
 /* ---- joining ------------------------------------------------------------ */
 
 /* The streams that now have w first, from other workers, up to w's fair
- * share; then every stream without a worker. */
+ * share, in the order of the set's array. With streams that no worker
+ * holds (none was live), every stream in that order, those placed too;
+ * else only those of w's stretches of the ring (the same decisions: no
+ * other stream has w first, and none is placed by the pass). */
 static int pull(struct place *p, uint32_t w)
 {
     double fair = p->w[w].cap / p->total_cap * p->total_cost;
     if (p->ns && place_ring_sync(p) < 0)
         return -1;
+    if (!p->n_unplaced) {
+        uint32_t *c;
+        long n = p->ns ? place_first_of(p, w, &c) : 0;
+        int rc = n < 0 ? -1 : 0;
+        for (long k = 0; rc == 0 && k < n; k++) {
+            struct stream *s = &p->s[c[k]];
+            if (s->state == ST_OWNED && s->owner != (int32_t)w &&
+                p->w[w].load + s->cost <= fair * (1 + 1e-12))
+                rc = place_revoke(p, s, w);
+        }
+        if (n > 0)
+            free(c);
+        return rc;
+    }
     for (size_t i = 0; i < p->ns; i++) {
         struct stream *s = &p->s[i];
         if (s->state == ST_UNPLACED && !s->removed) {

@@ -56,6 +56,33 @@ static int grow(struct place *p)
     return 0;
 }
 
+static void link_in(struct place *p, uint32_t *head, uint32_t i, int l)
+{
+    uint32_t *k = p->s[i].link[l];
+    k[0] = PLACE_NONE;
+    k[1] = *head;
+    if (*head != PLACE_NONE)
+        p->s[*head].link[l][0] = i;
+    *head = i;
+}
+
+static void link_out(struct place *p, uint32_t *head, uint32_t i, int l)
+{
+    const uint32_t *k = p->s[i].link[l];
+    if (k[0] != PLACE_NONE)
+        p->s[k[0]].link[l][1] = k[1];
+    else
+        *head = k[1];
+    if (k[1] != PLACE_NONE)
+        p->s[k[1]].link[l][0] = k[0];
+}
+
+/* The head of s's bucket (PLACE_LIST_BUCKET). */
+static uint32_t *bucket_of(struct place *p, const struct stream *s)
+{
+    return &p->bucket[s->hash >> (64 - PLACE_BUCKET_BITS)];
+}
+
 struct stream *place_insert(struct place *p, const char *key, double cost)
 {
     if (grow(p) < 0)
@@ -68,7 +95,10 @@ struct stream *place_insert(struct place *p, const char *key, double cost)
     s->load = -1;
     s->owner = s->target = -1;
     s->state = ST_UNPLACED;
-    p->table[slot(p, key, s->hash)] = (uint32_t)p->ns++;
+    p->n_unplaced++;
+    p->table[slot(p, key, s->hash)] = (uint32_t)p->ns;
+    link_in(p, bucket_of(p, s), (uint32_t)p->ns, PLACE_LIST_BUCKET);
+    p->ns++;
     return s;
 }
 
@@ -91,27 +121,6 @@ static void unslot(struct place *p, size_t i)
 static int32_t holder(const struct stream *s)
 {
     return s->state == ST_OWNED ? s->owner : s->state == ST_MOVING ? s->target : -1;
-}
-
-static void link_in(struct place *p, uint32_t *head, uint32_t i, int l)
-{
-    uint32_t *k = p->s[i].link[l];
-    k[0] = PLACE_NONE;
-    k[1] = *head;
-    if (*head != PLACE_NONE)
-        p->s[*head].link[l][0] = i;
-    *head = i;
-}
-
-static void link_out(struct place *p, uint32_t *head, uint32_t i, int l)
-{
-    const uint32_t *k = p->s[i].link[l];
-    if (k[0] != PLACE_NONE)
-        p->s[k[0]].link[l][1] = k[1];
-    else
-        *head = k[1];
-    if (k[1] != PLACE_NONE)
-        p->s[k[1]].link[l][0] = k[0];
 }
 
 /* s into (in) or out of the lists its state, owner and target put it in:
@@ -181,12 +190,16 @@ void place_forget(struct place *p, struct stream *s)
 {
     size_t i = (size_t)(s - p->s), last = p->ns - 1;
     lists(p, s, false);
+    link_out(p, bucket_of(p, s), (uint32_t)i, PLACE_LIST_BUCKET);
+    p->n_unplaced -= s->state == ST_UNPLACED;
     unslot(p, slot(p, s->key, s->hash));
     if (i != last) {
         lists(p, &p->s[last], false);
+        link_out(p, bucket_of(p, &p->s[last]), (uint32_t)last, PLACE_LIST_BUCKET);
         p->table[slot(p, p->s[last].key, p->s[last].hash)] = (uint32_t)i;
         p->s[i] = p->s[last];
         lists(p, &p->s[i], true);
+        link_in(p, bucket_of(p, &p->s[i]), (uint32_t)i, PLACE_LIST_BUCKET);
     }
     p->ns--;
 }
@@ -249,6 +262,7 @@ int place_assign(struct place *p, struct stream *s, uint32_t w)
     if (s->epoch)
         p->moves++;
     lists(p, s, false);
+    p->n_unplaced -= s->state == ST_UNPLACED;
     s->state = ST_OWNED;
     s->owner = (int32_t)w;
     s->target = -1;
@@ -281,6 +295,7 @@ int place_handoff(struct place *p, struct stream *s, int32_t exclude)
         int32_t before = place_counted(s);
         lists(p, s, false);
         s->state = ST_UNPLACED; /* counted nowhere while it is chosen for */
+        p->n_unplaced++;
         s->target = -1;
         place_recount(p, s, before);
         if (place_ring_sync(p) < 0)

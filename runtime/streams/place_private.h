@@ -27,7 +27,7 @@ struct stream {
     int32_t target;         /* MOVING: where it goes at the release (-1: chosen then) */
     enum stream_state state;
     bool removed;           /* MOVING: forgotten at the release */
-    uint32_t link[2][2];    /* its neighbours (prev, next) in the lists it is in (PLACE_LIST_*) */
+    uint32_t link[3][2];    /* its neighbours (prev, next) in the lists it is in (PLACE_LIST_*) */
 };
 
 #define PLACE_NONE UINT32_MAX /* no stream: a list's end */
@@ -36,6 +36,12 @@ struct stream {
  * HELD, those it owns (OWNED) or is to get (MOVING to it), removed ones
  * too; LEAVING, those revoked from it (MOVING from it). */
 enum { PLACE_LIST_HELD, PLACE_LIST_LEAVING };
+
+/* Every stream is also in the list of its hash's bucket (the hash's top
+ * PLACE_BUCKET_BITS bits), so that the streams of a stretch of the ring
+ * are found without a pass over all (a join's). */
+#define PLACE_LIST_BUCKET 2
+#define PLACE_BUCKET_BITS 16
 
 struct pworker {
     double cap;
@@ -70,6 +76,8 @@ struct place {
     struct stream *s;       /* dense: removed ones are taken out */
     size_t ns, caps;
     uint32_t *table;        /* key hash -> index in s, open addressing */
+    uint32_t *bucket;       /* 2^PLACE_BUCKET_BITS heads: the streams by hash (PLACE_LIST_BUCKET) */
+    size_t n_unplaced;      /* streams in ST_UNPLACED */
     size_t tcap;            /* a power of two */
     struct point *ring;     /* sorted by hash, then worker */
     size_t npoints, cappoints;
@@ -125,6 +133,11 @@ uint64_t place_hash(const char *key);
 int place_ring_sync(struct place *p);
 /* The first live worker of the preference list of hash, or -1. */
 int32_t place_first(const struct place *p, uint64_t hash);
+/* The streams whose first live worker is w (the ring up to date), by
+ * index in increasing order, into a malloc'd *out: their count, or -1
+ * when out of memory. Looks only at the buckets of w's stretches of the
+ * ring. */
+long place_first_of(const struct place *p, uint32_t w, uint32_t **out);
 /* The worker s should go to: the first of its preference list with room
  * (never exclude). With none: with fallback, the least loaded after taking
  * it (exclude only when no other is live), else -1. -1 when no worker is

@@ -165,6 +165,73 @@ int32_t place_first(const struct place *p, uint64_t hash)
     return p->npoints ? (int32_t)p->ring[start_of(p, hash)].w : -1;
 }
 
+/* Where worker w's point (h) lies on the ring: its index. */
+static size_t point_at(const struct place *p, uint64_t h, uint32_t w)
+{
+    size_t k = start_of(p, h);
+    while (p->ring[k].h == h && p->ring[k].w != w) /* equal hashes: by worker */
+        k = k + 1 == p->npoints ? 0 : k + 1;
+    return k;
+}
+
+/* Appends to v (n of cap) the streams of buckets b to e whose first live
+ * worker is w: 0, or -1 when out of memory. */
+static int gather(const struct place *p, uint32_t w, size_t b, size_t e, uint32_t **v,
+                  size_t *n, size_t *cap)
+{
+    for (size_t k = b; k <= e; k++)
+        for (uint32_t i = p->bucket[k]; i != PLACE_NONE; i = p->s[i].link[PLACE_LIST_BUCKET][1]) {
+            if (place_first(p, p->s[i].hash) != (int32_t)w)
+                continue;
+            if (*n == *cap) {
+                uint32_t *m = realloc(*v, (*cap = *cap ? 2 * *cap : 64) * sizeof *m);
+                if (!m)
+                    return -1;
+                *v = m;
+            }
+            (*v)[(*n)++] = i;
+        }
+    return 0;
+}
+
+static int index_order(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+long place_first_of(const struct place *p, uint32_t w, uint32_t **out)
+{
+    const size_t last = ((size_t)1 << PLACE_BUCKET_BITS) - 1;
+    uint32_t *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < p->w[w].points && p->npoints; i++) {
+        /* the stretch that ends at w's point i: its predecessor's hash to its own */
+        size_t k = point_at(p, point_hash(w, i), w);
+        uint64_t lo = p->ring[k ? k - 1 : p->npoints - 1].h, hi = p->ring[k].h;
+        size_t b = (size_t)(lo >> (64 - PLACE_BUCKET_BITS)),
+               e = (size_t)(hi >> (64 - PLACE_BUCKET_BITS));
+        if (p->npoints == 1 || (lo > hi) || (lo == hi && k == 0)) /* around the end */
+            rc = gather(p, w, b, last, &v, &n, &cap) < 0 || gather(p, w, 0, e, &v, &n, &cap) < 0
+                     ? -1 : 0;
+        else
+            rc = gather(p, w, b, e, &v, &n, &cap);
+    }
+    if (rc < 0) {
+        free(v);
+        return -1;
+    }
+    if (n > 1)
+        qsort(v, n, sizeof *v, index_order);
+    size_t u = 0; /* a bucket met from two stretches gave its streams twice */
+    for (size_t i = 0; i < n; i++)
+        if (!u || v[u - 1] != v[i])
+            v[u++] = v[i];
+    *out = v;
+    return (long)u;
+}
+
 double place_bound_of(const struct place *p, uint32_t w, double total_cost)
 {
     if (!p->w[w].alive || p->total_cap <= 0)
