@@ -2,20 +2,20 @@
  * every work queue and stream set the step opens, not one per queue.
  * The process started for the node's first relay (cohort-work-coord with
  * a COORD_RELAY record) takes the node's socket for the step
- * (coord_host_name: an abstract name, this user's only), runs that relay
- * in a thread, and runs each relay a later queue or set of the step needs
- * on the node in a thread of its own, asked by the node's first rank over
- * that socket (coord_start_relay): the record in, the relay's one line
- * ("PORT ADDR" or "error WHY") out. A connection of another uid is closed
- * unread; a record of another step, node or key is answered with an
- * error. The relays' descriptors are counted together against the
+ * (coord_host_name: an abstract name made with the step's secret), runs
+ * that relay in a thread, and runs each relay a later queue or set of the
+ * step needs on the node in a thread of its own, asked by the node's
+ * first rank over that socket (coord_start_relay): the record in, the
+ * relay's one line ("PORT ADDR", "error WHY" or "busy WHY") out. A
+ * connection of another uid is closed unread; a record of another step,
+ * node or key is answered with an error. The relays' descriptors are counted together against the
  * open-file limit, each relay's connections held to its count (its
  * ranks, relays and RELAY_POOL strangers): a relay that does not fit is
  * answered "busy WHY", and the rank starts a process of its own for it
  * (as it does when no process serves, or when the one there closes
  * without an answer as it ends); a first relay too big to share starts
- * alone. The process ends when its last relay ends (the socket
- * is closed first: a rank that comes later starts a new one). When the
+ * alone. The process ends when its last relay ends (the socket is
+ * closed first: a rank that comes later starts a new one). When the
  * socket is taken (another process of the node holds it), the process is
  * a relay alone, as before there was one per node. Where the plugin
  * started the node agent (cohort-agent, for the store), the agent holds
