@@ -360,7 +360,8 @@ int main(void)
         if (p == 0)
             _exit(stranger(&a.cfg));
         int st = ended(p);
-        ok(st == 0, "a connection of another uid is closed without an answer (the stranger's status %d)", st);
+        ok(st == 0, "a connection of another uid is closed without an answer (the "
+           "stranger's status %d)", st);
     } else {
         tap_skip("a connection of another uid: needs root to be another uid");
     }
