@@ -188,6 +188,7 @@ int place_report(struct place *p, uint32_t w, const char *key, double load,
     }
     if (!s || s->owner != (int32_t)w || s->state != ST_OWNED)
         return PLACE_NOOP; /* moved meanwhile: a report of its last owner, dropped */
+    p->n_loaded += s->load < 0;
     s->load = load;
     return PLACE_OK;
 }

@@ -327,6 +327,11 @@ static int shed(struct place *p, uint32_t w, double mine, double bound)
 
 static int shedding(struct place *p, int64_t now, int64_t *next)
 {
+    if (!p->n_loaded) { /* no load reported: nobody is over a bound (no pass over the streams) */
+        for (uint32_t w = 0; w < p->nw; w++)
+            p->w[w].over_since = 0;
+        return 0;
+    }
     double *per = malloc(p->nw * sizeof *per), total;
     if (!per)
         return -1;

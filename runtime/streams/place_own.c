@@ -192,6 +192,7 @@ void place_forget(struct place *p, struct stream *s)
     lists(p, s, false);
     link_out(p, bucket_of(p, s), (uint32_t)i, PLACE_LIST_BUCKET);
     p->n_unplaced -= s->state == ST_UNPLACED;
+    p->n_loaded -= s->load >= 0;
     unslot(p, slot(p, s->key, s->hash));
     if (i != last) {
         lists(p, &p->s[last], false);
@@ -268,6 +269,7 @@ int place_assign(struct place *p, struct stream *s, uint32_t w)
     s->target = -1;
     lists(p, s, true);
     s->epoch = ++p->epoch;
+    p->n_loaded -= s->load >= 0;
     s->load = -1;
     place_recount(p, s, before);
     return place_act(p, PLACE_ASSIGN, w, s->epoch, s->key);

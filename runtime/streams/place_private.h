@@ -78,6 +78,7 @@ struct place {
     uint32_t *table;        /* key hash -> index in s, open addressing */
     uint32_t *bucket;       /* 2^PLACE_BUCKET_BITS heads: the streams by hash (PLACE_LIST_BUCKET) */
     size_t n_unplaced;      /* streams in ST_UNPLACED */
+    size_t n_loaded;        /* streams with a reported load (load >= 0) */
     size_t tcap;            /* a power of two */
     struct point *ring;     /* sorted by hash, then worker */
     size_t npoints, cappoints;
