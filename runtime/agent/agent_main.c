@@ -222,9 +222,7 @@ static void serve_relays(struct agent *a)
                                       .job = a->step.job_id, .step = a->step.step_id,
                                       .node = a->step.node_id,
                                       .join_timeout_s = (uint32_t)a->timeout_s};
-    uint32_t tasks = 0; /* the node's: a TCPStore client or two each */
-    for (uint32_t r = 0; r < a->step.num_tasks; r++)
-        tasks += a->rank_node[r] == a->step.node_id;
+    uint32_t tasks = a->step.tasks_per_node[a->step.node_id]; /* a TCPStore client or two each */
     if (host_serve(&a->relays, 2 * tasks + 8, &e) < 0 && a->verbose)
         fprintf(stderr, "cohort: agent of node %u: %s\n", a->step.node_id, e.msg);
 }

@@ -14,7 +14,6 @@
  * status: 0 every item done (every worker closed the set; a relay: its
  * coordinator ended), 1 workers left before, 2 it could not start or failed
  * (one line on standard error). */
-#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -32,43 +31,11 @@
 
 #define RECORD_MAX (64u << 20)
 
-static int read_record(uint8_t **out, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    uint8_t *buf = malloc(cap);
-    ssize_t got;
-    while (buf && (got = read(0, buf + n, cap - n)) != 0) {
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0 || (n += (size_t)got) >= RECORD_MAX)
-            break;
-        if (n == cap) {
-            uint8_t *b = realloc(buf, cap *= 2);
-            if (!b)
-                break;
-            buf = b;
-        }
-    }
-    if (!buf || got != 0) {
-        free(buf);
-        return -1;
-    }
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 /* The start record into cfg. */
 static int record(struct coord_config *cfg, struct cohort_err *err)
 {
-    uint8_t *rec;
-    size_t len;
-    if (read_record(&rec, &len) < 0)
-        return cohort_fail(err, "cannot read its start record from standard input");
-    int rc = coord_config_decode(rec, len, cfg, err);
-    explicit_bzero(rec, len);
-    free(rec);
-    return rc;
+    int rc = coord_record_read(0, -1, RECORD_MAX, cfg, err);
+    return rc == -2 ? cohort_fail(err, "cannot read its start record from standard input") : rc;
 }
 
 /* A listener on a port of its own, told to the starting rank. */

@@ -22,13 +22,14 @@
 
 extern char **environ;
 
-/* Waits until fd is ready for events, or until end (ms): 1, 0 at end, -1. */
+/* Waits until fd is ready for events, or until end (ms; none when end <
+ * 0): 1, 0 at end, -1. */
 static int ready(int fd, short events, long long end)
 {
     for (;;) {
         struct pollfd p = {.fd = fd, .events = events};
-        long long left = end - net_now_ms();
-        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
+        long long left = end < 0 ? -1 : end - net_now_ms();
+        int r = end < 0 || left > 0 ? poll(&p, 1, (int)left) : 0;
         if (r >= 0 || errno != EINTR)
             return r;
     }
@@ -124,9 +125,19 @@ static int spawn(pid_t *pid, const char *path, int in, int out)
     return e;
 }
 
+/* A started process's line into line: its port, and where it is reached
+ * when addr is not NULL. Its length. */
+static int start_line(char line[COORD_ADDR_LEN + 16], unsigned port, const char *addr)
+{
+    return snprintf(line, COORD_ADDR_LEN + 16, "%u%s%s\n", port, addr ? " " : "",
+                    addr ? addr : "");
+}
+
 int coord_started(unsigned port, const char *addr, struct cohort_err *err)
 {
-    if (printf("%u%s%s\n", port, addr ? " " : "", addr ? addr : "") < 0 || fflush(stdout) != 0)
+    char line[COORD_ADDR_LEN + 16];
+    start_line(line, port, addr);
+    if (fputs(line, stdout) < 0 || fflush(stdout) != 0)
         return cohort_fail(err, "cannot tell the starting rank it listens");
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null >= 0) {
@@ -137,10 +148,62 @@ int coord_started(unsigned port, const char *addr, struct cohort_err *err)
     return 0;
 }
 
+/* buf (n bytes of cap) grown to twice cap, the old copy wiped (a record
+ * holds the key): the new buffer, or NULL (buf freed either way). */
+static uint8_t *grow(uint8_t *buf, size_t n, size_t cap)
+{
+    uint8_t *b = malloc(2 * cap);
+    if (b)
+        memcpy(b, buf, n);
+    explicit_bzero(buf, n);
+    free(buf);
+    return b;
+}
+
+/* fd's bytes up to its end (by end, ms; none when end < 0), fewer than
+ * max: 0 with *out (malloc'd) and *len, or -1 (nothing kept). */
+static int read_all(int fd, long long end, size_t max, uint8_t **out, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    uint8_t *buf = malloc(cap);
+    ssize_t got = -1;
+    while (buf && n < max && ready(fd, POLLIN, end) > 0) {
+        if ((got = read(fd, buf + n, cap - n)) < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        if ((n += (size_t)got) == cap) {
+            buf = grow(buf, n, cap);
+            cap *= 2;
+        }
+    }
+    if (got != 0 && buf) {
+        explicit_bzero(buf, n);
+        free(buf);
+        buf = NULL;
+    }
+    *out = buf;
+    *len = n;
+    return buf ? 0 : -1;
+}
+
+int coord_record_read(int fd, long long end, size_t max, struct coord_config *cfg,
+                      struct cohort_err *err)
+{
+    uint8_t *rec;
+    size_t len;
+    if (read_all(fd, end, max, &rec, &len) < 0)
+        return -2;
+    int rc = coord_config_decode(rec, len, cfg, err);
+    explicit_bzero(rec, len);
+    free(rec);
+    return rc;
+}
+
 int coord_tell(int *fd, unsigned port, const char *addr, struct cohort_err *err)
 {
     char line[COORD_ADDR_LEN + 16];
-    int n = snprintf(line, sizeof line, "%u%s%s\n", port, addr ? " " : "", addr ? addr : "");
+    int n = start_line(line, port, addr);
     ssize_t sent = send(*fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     close(*fd);
     *fd = -1;

@@ -44,6 +44,13 @@ void coord_start_relay(const struct coord_config *cfg, const char *path, int tim
  * err. */
 int coord_started(unsigned port, const char *addr, struct cohort_err *err);
 
+/* The started process's side: its start record read from fd to its end
+ * (by end, ms; none when end < 0; fewer than max bytes; the buffers that
+ * held the key wiped) and decoded into cfg. 0; -1 with err when it is not
+ * a record; -2 when none could be read. */
+int coord_record_read(int fd, long long end, size_t max, struct coord_config *cfg,
+                      struct cohort_err *err);
+
 /* The same line sent on the stream socket *fd (a rank's connection to
  * the node's relay process, host.h), which is then closed and set to -1.
  * 0, or -1 with err. */

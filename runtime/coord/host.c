@@ -42,64 +42,16 @@ struct job {
     struct coord_config cfg;        /* its record (not the first's) */
 };
 
-/* buf (n bytes of cap) grown to twice cap, the old copy wiped (it holds
- * the key): the new buffer, or NULL (buf freed either way). */
-static uint8_t *grow(uint8_t *buf, size_t n, size_t cap)
-{
-    uint8_t *b = malloc(2 * cap);
-    if (b)
-        memcpy(b, buf, n);
-    explicit_bzero(buf, n);
-    free(buf);
-    return b;
-}
-
-/* The record on the rank's connection, read to its end by the step's join
- * timeout: 0 with *buf and *len, or -1. */
-static int read_record(int fd, long long end, uint8_t **out, size_t *len)
-{
-    size_t cap = 4096, n = 0;
-    uint8_t *buf = malloc(cap);
-    ssize_t got = -1;
-    while (buf && n < HOST_RECORD_MAX) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        long long left = end - net_now_ms();
-        int r = left > 0 ? poll(&p, 1, (int)left) : 0;
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if ((got = read(fd, buf + n, cap - n)) < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            break;
-        if ((n += (size_t)got) == cap) {
-            buf = grow(buf, n, cap);
-            cap *= 2;
-        }
-    }
-    if (got != 0 && buf) {
-        explicit_bzero(buf, n);
-        free(buf);
-        buf = NULL;
-    }
-    *out = buf;
-    *len = n;
-    return buf ? 0 : -1;
-}
-
-/* The record read, decoded and checked to be a relay's of this step and
- * node with this key. 0, or -1 with err. */
+/* The record on the rank's connection, read to its end by the step's
+ * join timeout, decoded and checked to be a relay's of this step and node
+ * with this key. 0, or -1 with err. */
 static int take(struct job *j, struct cohort_err *err)
 {
     const struct coord_config *own = j->h->cfg;
-    uint8_t *buf;
-    size_t n;
-    if (read_record(j->fd, net_now_ms() + (long long)own->join_timeout_s * 1000, &buf, &n) < 0)
+    int rc = coord_record_read(j->fd, net_now_ms() + (long long)own->join_timeout_s * 1000,
+                               HOST_RECORD_MAX, &j->cfg, err);
+    if (rc == -2)
         return cohort_fail(err, "the node's relay process could not read a record");
-    int rc = coord_config_decode(buf, n, &j->cfg, err);
-    explicit_bzero(buf, n);
-    free(buf);
     const struct auth_key *k = &j->cfg.key;
     if (rc == 0 && (j->cfg.kind != COORD_RELAY || j->cfg.job != own->job ||
                     j->cfg.step != own->step || j->cfg.node != own->node ||
@@ -220,21 +172,13 @@ static bool spawn_job(struct host *h, bool first, int fd)
 
 /* A connection on the node's socket: this user's get a thread, others are
  * closed unread; with no descriptor left, it is taken off the backlog
- * with the spare one and closed (the rank starts a process of its own),
- * rather than left there to wake the loop again and again. */
+ * with the spare one and closed (net_accept: the rank starts a process of
+ * its own), rather than left there to wake the loop again and again. */
 static void accept_one(struct host *h)
 {
     struct ucred cr;
     socklen_t len = sizeof cr;
-    int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && h->spare >= 0) {
-        close(h->spare);
-        fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd >= 0)
-            close(fd);
-        h->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        return;
-    }
+    int fd = net_accept(h->lfd, SOCK_CLOEXEC, &h->spare);
     if (fd < 0)
         return;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.uid != geteuid()) {

@@ -8,9 +8,10 @@
  * first rank over that socket (coord_start_relay): the record in, the
  * relay's one line ("PORT ADDR", "error WHY" or "busy WHY") out. A
  * connection of another uid is closed unread; a record of another step,
- * node or key is answered with an error. The relays' descriptors are counted together against the
- * open-file limit, each relay's connections held to its count (its
- * ranks, relays and RELAY_POOL strangers): a relay that does not fit is
+ * node or key is answered with an error. The relays' descriptors are
+ * counted together against the open-file limit, each relay's
+ * connections held to its count (its ranks, relays and RELAY_POOL
+ * strangers): a relay that does not fit is
  * answered "busy WHY", and the rank starts a process of its own for it
  * (as it does when no process serves, or when the one there closes
  * without an answer as it ends); a first relay too big to share starts

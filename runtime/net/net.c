@@ -295,19 +295,16 @@ static bool same_uid(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid();
 }
 
-/* accept4, or, with no descriptor left, takes the connection off the
- * backlog with the spare one and closes it (no busy loop on a listener
- * that stays readable). */
-static int take(struct net *n, int lfd)
+int net_accept(int lfd, int flags, int *spare)
 {
-    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || n->spare_fd < 0)
+    int fd = accept4(lfd, NULL, NULL, flags);
+    if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || *spare < 0)
         return fd < 0 ? -2 : fd;
-    close(n->spare_fd);
+    close(*spare);
     fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd >= 0)
         close(fd);
-    n->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    *spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     return fd >= 0 ? -1 : -2;
 }
 
@@ -315,7 +312,7 @@ static void accept_on(struct net *n, int li)
 {
     struct net_listener *l = n->lis[li];
     for (int i = 0; i < ACCEPT_BURST; i++) {
-        int fd = take(n, l->fd);
+        int fd = net_accept(l->fd, SOCK_NONBLOCK | SOCK_CLOEXEC, &n->spare_fd);
         if (fd == -2)
             return; /* nothing more waits */
         if (fd < 0)

@@ -137,6 +137,13 @@ void net_cap(struct net *n, long conns);
  * raised to the hard one first. */
 long net_fd_limit(void);
 
+/* accept4 on lfd with flags: the new descriptor; or, with no descriptor
+ * left, the connection taken off the backlog with *spare (a descriptor
+ * kept open for this, given up and opened again) and closed, -1 (no busy
+ * loop on a listener that stays readable); -2 when nothing waits (or the
+ * accept failed otherwise). */
+int net_accept(int lfd, int flags, int *spare);
+
 /* Whether this process (who, for the message: "rank 0 (n1)") can hold
  * peers connections and NET_FD_SPARE descriptors besides, under
  * net_fd_limit. 0, or -1 with err (COHORT_E_RESOURCE): "WHO serves PEERS
