@@ -133,43 +133,45 @@ int place_settle(struct place *p)
 
 /* ---- joining ------------------------------------------------------------ */
 
+/* Stream s, looked at for joining worker w: placed, when it has no
+ * worker; taken for w (revoked from its owner), when w is now its first
+ * and w's load stays within fair. 0, or -1 when out of memory. */
+static int pull_one(struct place *p, struct stream *s, uint32_t w, double fair)
+{
+    if (s->state == ST_UNPLACED && !s->removed) {
+        int32_t to = place_choose(p, s, -1, true);
+        return to >= 0 ? place_assign(p, s, (uint32_t)to) : 0;
+    }
+    if (s->state == ST_OWNED && s->owner != (int32_t)w &&
+        place_first(p, s->hash) == (int32_t)w && p->w[w].load + s->cost <= fair * (1 + 1e-12))
+        return place_revoke(p, s, w);
+    return 0;
+}
+
 /* The streams that now have w first, from other workers, up to w's fair
- * share, in the order of the set's array. With streams that no worker
- * holds (none was live), every stream in that order, those placed too;
- * else only those of w's stretches of the ring (the same decisions: no
- * other stream has w first, and none is placed by the pass). */
+ * share; then every stream without a worker: in the order of the set's
+ * array. With none without a worker (there are some only while no
+ * worker was live), only the streams of w's stretches of the ring are
+ * looked at (the same decisions: no other has w first). */
 static int pull(struct place *p, uint32_t w)
 {
     double fair = p->w[w].cap / p->total_cap * p->total_cost;
     if (p->ns && place_ring_sync(p) < 0)
         return -1;
+    int rc = 0;
     if (!p->n_unplaced) {
         uint32_t *c;
         long n = p->ns ? place_first_of(p, w, &c) : 0;
-        int rc = n < 0 ? -1 : 0;
-        for (long k = 0; rc == 0 && k < n; k++) {
-            struct stream *s = &p->s[c[k]];
-            if (s->state == ST_OWNED && s->owner != (int32_t)w &&
-                p->w[w].load + s->cost <= fair * (1 + 1e-12))
-                rc = place_revoke(p, s, w);
-        }
+        rc = n < 0 ? -1 : 0;
+        for (long k = 0; rc == 0 && k < n; k++)
+            rc = pull_one(p, &p->s[c[k]], w, fair);
         if (n > 0)
             free(c);
         return rc;
     }
-    for (size_t i = 0; i < p->ns; i++) {
-        struct stream *s = &p->s[i];
-        if (s->state == ST_UNPLACED && !s->removed) {
-            int32_t to = place_choose(p, s, -1, true);
-            if (to >= 0 && place_assign(p, s, (uint32_t)to) < 0)
-                return -1;
-        } else if (s->state == ST_OWNED && s->owner != (int32_t)w &&
-                   place_first(p, s->hash) == (int32_t)w &&
-                   p->w[w].load + s->cost <= fair * (1 + 1e-12) && place_revoke(p, s, w) < 0) {
-            return -1;
-        }
-    }
-    return 0;
+    for (size_t i = 0; rc == 0 && i < p->ns; i++)
+        rc = pull_one(p, &p->s[i], w, fair);
+    return rc;
 }
 
 static int join(struct place *p, uint32_t w, double cap, int64_t now)

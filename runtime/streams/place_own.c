@@ -80,7 +80,7 @@ static void link_out(struct place *p, uint32_t *head, uint32_t i, int l)
 /* The head of s's bucket (PLACE_LIST_BUCKET). */
 static uint32_t *bucket_of(struct place *p, const struct stream *s)
 {
-    return &p->bucket[s->hash >> (64 - PLACE_BUCKET_BITS)];
+    return &p->bucket[PLACE_BUCKET(s->hash)];
 }
 
 struct stream *place_insert(struct place *p, const char *key, double cost)
@@ -136,12 +136,6 @@ static void lists(struct place *p, const struct stream *s, bool in)
         op(p, &p->w[s->owner].head[PLACE_LIST_LEAVING], i, PLACE_LIST_LEAVING);
 }
 
-static int index_cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 long place_streams_of(const struct place *p, uint32_t w, uint32_t **out)
 {
     size_t n = 0;
@@ -155,13 +149,8 @@ long place_streams_of(const struct place *p, uint32_t w, uint32_t **out)
     for (int l = 0; l < 2; l++)
         for (uint32_t i = p->w[w].head[l]; i != PLACE_NONE; i = p->s[i].link[l][1])
             v[n++] = i;
-    qsort(v, n, sizeof *v, index_cmp);
-    size_t m = 0;
-    for (size_t j = 0; j < n; j++) /* once (moving from w back to w: in both lists) */
-        if (!m || v[m - 1] != v[j])
-            v[m++] = v[j];
-    *out = v;
-    return (long)m;
+    *out = v; /* once each (moving from w back to w: in both lists) */
+    return (long)place_index_order(v, n);
 }
 
 int place_lists_check(const struct place *p, struct cohort_err *err)

@@ -42,6 +42,7 @@ enum { PLACE_LIST_HELD, PLACE_LIST_LEAVING };
  * are found without a pass over all (a join's). */
 #define PLACE_LIST_BUCKET 2
 #define PLACE_BUCKET_BITS 16
+#define PLACE_BUCKET(hash) ((size_t)((hash) >> (64 - PLACE_BUCKET_BITS)))
 
 struct pworker {
     double cap;
@@ -134,6 +135,8 @@ uint64_t place_hash(const char *key);
 int place_ring_sync(struct place *p);
 /* The first live worker of the preference list of hash, or -1. */
 int32_t place_first(const struct place *p, uint64_t hash);
+/* The n stream indices of v in increasing order, each once: their count. */
+size_t place_index_order(uint32_t *v, size_t n);
 /* The streams whose first live worker is w (the ring up to date), by
  * index in increasing order, into a malloc'd *out: their count, or -1
  * when out of memory. Looks only at the buckets of w's stretches of the

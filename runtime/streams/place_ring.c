@@ -194,10 +194,21 @@ static int gather(const struct place *p, uint32_t w, size_t b, size_t e, uint32_
     return 0;
 }
 
-static int index_order(const void *a, const void *b)
+static int index_cmp(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
+}
+
+size_t place_index_order(uint32_t *v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, index_cmp);
+    size_t m = 0;
+    for (size_t j = 0; j < n; j++)
+        if (!m || v[m - 1] != v[j])
+            v[m++] = v[j];
+    return m;
 }
 
 long place_first_of(const struct place *p, uint32_t w, uint32_t **out)
@@ -210,8 +221,7 @@ long place_first_of(const struct place *p, uint32_t w, uint32_t **out)
         /* the stretch that ends at w's point i: its predecessor's hash to its own */
         size_t k = point_at(p, point_hash(w, i), w);
         uint64_t lo = p->ring[k ? k - 1 : p->npoints - 1].h, hi = p->ring[k].h;
-        size_t b = (size_t)(lo >> (64 - PLACE_BUCKET_BITS)),
-               e = (size_t)(hi >> (64 - PLACE_BUCKET_BITS));
+        size_t b = PLACE_BUCKET(lo), e = PLACE_BUCKET(hi);
         if (p->npoints == 1 || (lo > hi) || (lo == hi && k == 0)) /* around the end */
             rc = gather(p, w, b, last, &v, &n, &cap) < 0 || gather(p, w, 0, e, &v, &n, &cap) < 0
                      ? -1 : 0;
@@ -222,14 +232,8 @@ long place_first_of(const struct place *p, uint32_t w, uint32_t **out)
         free(v);
         return -1;
     }
-    if (n > 1)
-        qsort(v, n, sizeof *v, index_order);
-    size_t u = 0; /* a bucket met from two stretches gave its streams twice */
-    for (size_t i = 0; i < n; i++)
-        if (!u || v[u - 1] != v[i])
-            v[u++] = v[i];
-    *out = v;
-    return (long)u;
+    *out = v; /* a bucket met from two stretches gave its streams twice */
+    return (long)place_index_order(v, n);
 }
 
 double place_bound_of(const struct place *p, uint32_t w, double total_cost)
