@@ -1,8 +1,9 @@
 /* boot_bench.c - one rank of the bootstrap benchmark: its arrival time
  * (CLOCK_MONOTONIC, shared by all processes of the machine) just before
  * cohort_init, and the time once it holds rank 0's 128-byte blob and has
- * passed a barrier. Prints "T0 T1" in ns; rank 0 adds the number of
- * sockets it holds open ("sockets N"). With SPAWN_START_NS (see spawn.c)
+ * passed a barrier. Prints "T0 T1" in ns and "cpu NS", the CPU time this
+ * process spent between the two (user and system); rank 0 adds the number
+ * of sockets it holds open ("sockets N"). With SPAWN_START_NS (see spawn.c)
  * it first sleeps until that instant, so that all ranks arrive at once. */
 #include <dirent.h>
 #include <stdio.h>
@@ -17,6 +18,13 @@ static long long now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static long long cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
@@ -50,7 +58,7 @@ int main(void)
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
             ;
     }
-    long long t0 = now_ns();
+    long long t0 = now_ns(), c0 = cpu_ns();
     if (cohort_init(&c, NULL) != 0) {
         fprintf(stderr, "%s\n", cohort_error(c));
         return 1;
@@ -61,10 +69,10 @@ int main(void)
         fprintf(stderr, "%s\n", cohort_error(c));
         return 1;
     }
-    long long t1 = now_ns();
+    long long t1 = now_ns(), c1 = cpu_ns();
     if (cohort_rank(c) == 0)
         printf("sockets %d\n", open_sockets());
-    printf("%lld %lld\n", t0, t1);
+    printf("%lld %lld\ncpu %lld\n", t0, t1, c1 - c0);
     cohort_finalize(c);
     return 0;
 }

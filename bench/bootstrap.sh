@@ -8,7 +8,9 @@
 # instant set far enough ahead for every process to have loaded (Python
 # ranks import torch first); the largest spread of arrivals is printed
 # after the table (PY_MS_PER_RANK: the CPU time, in ms, one Python rank
-# takes to load torch, 2500 if unset). Prints a Markdown table.
+# takes to load torch, 2500 if unset). Prints a Markdown table; on
+# stderr a line per run with its time, the spread of its arrivals and the
+# CPU time all of cohort's ranks spent from arrival to the end.
 #   bench/bootstrap.sh BUILDDIR ["COHORT_NS"] ["TCPSTORE_NS"] [REPS]
 # COHORT_NS: "64 256 1024 4096" if unset; TCPSTORE_NS: "64 256" if unset, ""
 # for none (cohort alone, no torch needed).
@@ -35,6 +37,9 @@ ranks() { awk 'NF == 2 && $1 ~ /^[0-9]+$/' "$1" | wc -l; }
 # spread FILE: (max T0 - min T0) in ms, how far from simultaneous the arrivals were.
 spread() { awk 'NF == 2 && $1 ~ /^[0-9]+$/ { if (!n++ || $1 < a) a = $1; if ($1 > b) b = $1 }
                 END { printf "%.1f", (b - a) / 1e6 }' "$1"; }
+# cpu FILE: the CPU time (ms) of all ranks between arrival and the end
+# (boot_bench's "cpu NS" lines), or "-" where they print none.
+cpu() { awk '$1 == "cpu" { s += $2; k++ } END { if (k) printf "%.1f", s / 1e6; else printf "-" }' "$1"; }
 cores=$(nproc)
 worst_spread=0
 
@@ -60,7 +65,7 @@ run() {
     SPAWN_START_DELAY_MS=$4 SPAWN_TIMEOUT=1800 COHORT_TIMEOUT=600 "$spawn" "$2" "$3" -- "${@:5}" \
         >>"$f" 2>"$f.err"
     worst_spread=$(awk -v a="$worst_spread" -v b="$(spread "$f")" 'BEGIN { print (b > a ? b : a) }')
-    echo "$1 N=$2 run $r: $(span "$f") ms, arrivals within $(spread "$f") ms" >&2
+    echo "$1 N=$2 run $r: $(span "$f") ms, arrivals within $(spread "$f") ms, CPU $(cpu "$f") ms" >&2
 }
 
 echo "| N | cohort (ms) | root's sockets | TCPStore (ms) | TCPStore / cohort |"
