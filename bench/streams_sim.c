@@ -18,6 +18,13 @@
  *   then place_join), then a poll round's place_tick; the streams they
  *   pull from the others are revoked there (their releases are not
  *   simulated).
+ * - The steady state: first every stream's owner reports its load (0.9
+ *   to 1.1 of its cost, by the stream's number), ROUND reports a round;
+ *   then STEADY_MS poll rounds of 1 ms, each with the pings then due (each
+ *   worker once a third of the 30 s lease: WORKERS / 10 a second) and
+ *   REPORTS_PER_MS load reports, each by the owner of a stream taken in a
+ *   scattered order (0.9 to 1.1 again): a request each (renewal, then
+ *   place_report), then the round's place_tick.
  *
  * Prints one Markdown row: workers, nodes, streams; the start's time in the
  * placement (all of it, then the joins, the first add, which brings the
@@ -26,8 +33,10 @@
  * the streams whose owner changed, those of them that were on the dead
  * node and all the dead node held, its ASSIGNs and REVOKEs, the most load
  * / bound after it; the node back: its time, its REVOKEs; whether the
- * set's own check held after each; the simulator's wall time and peak
- * memory (getrusage).
+ * set's own check held after each; the steady state: the first reports'
+ * time, then the placement's CPU per simulated second, the ticks' part of
+ * it, its REVOKEs; the
+ * simulator's wall time and peak memory (getrusage).
  *
  *   bench/streams_sim WORKERS [STREAMS] */
 #include <inttypes.h>
@@ -42,6 +51,8 @@
 #define PER_NODE 8
 #define ROUND 4096 /* requests the coordinator takes in one poll round */
 #define DEAD_NODE 1
+#define STEADY_MS 2000
+#define REPORTS_PER_MS 10
 
 struct sim {
     struct place *p;
@@ -144,6 +155,73 @@ static double adds(struct sim *s, double *first)
     return sum;
 }
 
+/* A load near a stream's cost: 0.9 to 1.1, by its number. */
+static double load_of(uint64_t i)
+{
+    return 0.9 + 0.01 * (double)(i * 7919 % 21);
+}
+
+/* Every stream's first report, by its owner, ROUND a round: the time. */
+static double first_reports(struct sim *s)
+{
+    static char keys[ROUND][32];
+    static uint32_t owner[ROUND];
+    static bool owned[ROUND];
+    struct cohort_err e;
+    uint64_t epoch;
+    double sum = 0;
+    for (long base = 0; base < s->streams; base += ROUND) {
+        long n = s->streams - base < ROUND ? s->streams - base : ROUND;
+        for (long i = 0; i < n; i++) {
+            key(keys[i], base + i);
+            owned[i] = place_owner(s->p, keys[i], &owner[i], &epoch);
+        }
+        double t = now_s();
+        for (long i = 0; i < n; i++)
+            if (owned[i]) {
+                renew(s, owner[i]);
+                int rc = place_report(s->p, owner[i], keys[i], load_of((uint64_t)(base + i)), &e);
+                check(s, rc == PLACE_NOOP ? PLACE_OK : rc, PLACE_OK); /* NOOP: moving */
+                tell(s);
+            }
+        round_end(s);
+        sum += now_s() - t;
+    }
+    return sum;
+}
+
+/* The steady state's STEADY_MS rounds: the placement's time in them. */
+static double steady(struct sim *s)
+{
+    static char keys[REPORTS_PER_MS][32];
+    uint32_t owner[REPORTS_PER_MS];
+    struct cohort_err e;
+    double sum = 0, pings = 0;
+    uint32_t next_ping = 0;
+    uint64_t pick = 0, epoch;
+    for (int ms = 0; ms < STEADY_MS; ms++) {
+        int n = 0;
+        uint64_t num[REPORTS_PER_MS];
+        for (int j = 0; j < REPORTS_PER_MS; j++) { /* the reporters: what the workers know */
+            num[n] = ++pick * 2654435761u % (uint64_t)s->streams;
+            key(keys[n], (long)num[n]);
+            n += place_owner(s->p, keys[n], &owner[n], &epoch);
+        }
+        double t = now_s();
+        for (pings += s->workers / 10000.0; pings >= 1; pings--)
+            renew(s, next_ping++ % s->workers);
+        for (int j = 0; j < n; j++) {
+            renew(s, owner[j]);
+            int rc = place_report(s->p, owner[j], keys[j], load_of(num[j] + (uint64_t)ms), &e);
+            check(s, rc == PLACE_NOOP ? PLACE_OK : rc, PLACE_OK); /* NOOP: a stream moving */
+            tell(s);
+        }
+        round_end(s);
+        sum += now_s() - t;
+    }
+    return sum;
+}
+
 /* The most load / bound of a live worker. */
 static double worst(const struct sim *s)
 {
@@ -218,6 +296,13 @@ int main(int argc, char **argv)
     s.assigns = s.revokes = 0;
     double back_s = joins(&s, DEAD_NODE * PER_NODE, (DEAD_NODE + 1) * PER_NODE);
     const char *back_ok = checked(&s);
+    long back_revokes = s.revokes;
+    s.revokes = 0;
+    s.tick_s = 0;
+    double reports_s = first_reports(&s);
+    s.tick_s = 0;
+    double steady_s = steady(&s), steady_tick = s.tick_s;
+    const char *steady_ok = checked(&s);
     place_free(s.p);
     free(before);
     free(after);
@@ -225,10 +310,13 @@ int main(int argc, char **argv)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("| %u | %u | %ld | %.3f | %.3f | %.3f | %.3f | %.3f | %ld / %ld | %.3f | %.4f | %ld | "
-           "%ld of %ld | %ld / %ld | %.3f | %.4f | %ld | %s, %s, %s | %.1f | %.0f |\n",
+           "%ld of %ld | %ld / %ld | %.3f | %.4f | %ld | %s, %s, %s, %s | %.3f | %.1f %% | %.1f %% | "
+           "%ld | %.1f | %.0f |\n",
            s.workers, s.workers / PER_NODE, s.streams, join_s + add_s, join_s, first, add_s,
            start_tick, start_assigns, start_revokes, start_worst, death_s, moved, moved_dead,
-           held_dead, death_assigns, death_revokes, death_worst, back_s, s.revokes, start_ok,
-           death_ok, back_ok, now_s() - t0, ru.ru_maxrss / 1024.0);
+           held_dead, death_assigns, death_revokes, death_worst, back_s, back_revokes, start_ok,
+           death_ok, back_ok, steady_ok, reports_s, 100 * steady_s / (STEADY_MS / 1000.0),
+           100 * steady_tick / (STEADY_MS / 1000.0), s.revokes, now_s() - t0,
+           ru.ru_maxrss / 1024.0);
     return s.failed ? 1 : 0;
 }

@@ -47,6 +47,6 @@ read -r assigned moved pulled checks < <(awk -F'|' '{split($10, a, "/"); gsub(/ 
     d = $14; sub(/ of .*/, "", d); gsub(/ /, "", d); r = $18; gsub(/ /, "", r); c = $19; gsub(/ /, "", c);
     print a[1], m "=" d, r, c}' <<<"$row")
 [ $rc = 0 ] && [ "$assigned" = 20000 ] && [ "${moved%=*}" = "${moved#*=}" ] && [ "$pulled" -gt 0 ] &&
-    [ "$checks" = "yes,yes,yes" ]
-ok $? "streams_sim, 1,024 workers, 20,000 streams: each assigned once, the set's invariants hold after the start, a node's death and its return, only the dead node's streams move, and the node back pulls its share ($pulled) (assigned $assigned, moved $moved, checks $checks; $(head -c 200 "$tmp/err"))"
+    [ "$checks" = "yes,yes,yes,yes" ]
+ok $? "streams_sim, 1,024 workers, 20,000 streams: each assigned once, the set's invariants hold after the start, a node's death, its return and the steady state's reports and pings, only the dead node's streams move, and the node back pulls its share ($pulled) (assigned $assigned, moved $moved, checks $checks; $(head -c 200 "$tmp/err"))"
 tap_done

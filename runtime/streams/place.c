@@ -36,7 +36,8 @@ int place_new(uint32_t nw, const struct place_opts *opts, struct place **out,
         p->nw = nw;
     size_t nb = (size_t)1 << PLACE_BUCKET_BITS;
     if (!p || !(p->w = calloc(nw, sizeof *p->w)) ||
-        !(p->bucket = malloc(nb * sizeof *p->bucket)) || place_tree_new(p) < 0) {
+        !(p->bucket = malloc(nb * sizeof *p->bucket)) || place_tree_new(p) < 0 ||
+        !(p->over = malloc(nw * sizeof *p->over)) || !(p->pick = malloc(nw * sizeof *p->pick))) {
         place_free(p);
         cohort_fail(err, "out of memory");
         return PLACE_ENOMEM;
@@ -57,8 +58,11 @@ void place_free(struct place *p)
     free(p->s);
     free(p->table);
     free(p->bucket);
+    free(p->over);
+    free(p->pick);
     free(p->ring);
     free(p->tree);
+    free(p->ttree);
     free(p->acts);
     free(p);
 }
@@ -188,8 +192,9 @@ int place_report(struct place *p, uint32_t w, const char *key, double load,
     }
     if (!s || s->owner != (int32_t)w || s->state != ST_OWNED)
         return PLACE_NOOP; /* moved meanwhile: a report of its last owner, dropped */
-    p->n_loaded += s->load < 0;
+    place_rep_count(p, s, -1);
     s->load = load;
+    place_rep_count(p, s, 1);
     return PLACE_OK;
 }
 
@@ -266,5 +271,7 @@ int place_check(const struct place *p, struct cohort_err *err)
     long stale = rc == 0 ? place_tree_stale(p) : -1;
     if (stale >= 0)
         rc = cohort_fail(err, "worker %ld: its node in the tree is not its state", stale);
-    return rc == 0 ? place_lists_check(p, err) : rc;
+    if (rc == 0)
+        rc = place_lists_check(p, err);
+    return rc == 0 ? place_reported_check(p, err) : rc;
 }

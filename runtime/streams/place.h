@@ -114,7 +114,15 @@ int place_report(struct place *p, uint32_t w, const char *key, double load,
                  struct cohort_err *err);
 
 /* Expired leases and load shedding due by now; *next: the next moment
- * something may be due (INT64_MAX: none). */
+ * something may be due (INT64_MAX: none). It looks only at the workers
+ * whose lease ended, those that may be over their reported bound and those
+ * timed as over it (a tree over the workers names them), not at every
+ * worker or stream; a renewal or a report costs a walk up that tree. A
+ * worker's reported load is kept as reports come, and summed afresh where
+ * rounding could decide (within its error of its bound) and before it
+ * sheds; the set's is the sum of the workers' (pairwise), so with loads
+ * that are not whole numbers a bound may differ in its last bits from one
+ * of a sum in another order. */
 int place_tick(struct place *p, int64_t now, int64_t *next, struct cohort_err *err);
 
 /* The actions since the last call, in order; valid until the next call

@@ -187,6 +187,7 @@ static int join(struct place *p, uint32_t w, double cap, int64_t now)
     p->tiny += cap < PLACE_GATE_MIN;
     p->ring_stale = true;
     place_tree_touch(p, w);
+    place_tree_time(p, w);
     if (pull(p, w) < 0 || place_settle(p) < 0)
         return -1;
     return 0;
@@ -224,6 +225,7 @@ static void leave(struct place *p, uint32_t w)
         p->total_cap = 0; /* no rounding left over */
     p->ring_stale = true;
     place_tree_touch(p, w);
+    place_tree_time(p, w);
 }
 
 /* Stream i, one of dead (or expired) worker w's: to another. */
@@ -281,8 +283,10 @@ int place_renew(struct place *p, uint32_t w, int64_t now, struct cohort_err *err
     if (bad_worker(p, w, err))
         return PLACE_EINVAL;
     struct pworker *k = &p->w[w];
-    if (k->alive)
+    if (k->alive) {
         k->lease_until = now + p->o.lease_ms;
+        place_tree_lease(p, w);
+    }
     if (!k->expired)
         return PLACE_OK;
     k->expired = false; /* heard from again: it joins again */
@@ -290,21 +294,6 @@ int place_renew(struct place *p, uint32_t w, int64_t now, struct cohort_err *err
 }
 
 /* ---- time: leases and shedding ------------------------------------------ */
-
-/* Worker w's reported load and the set's, over owned streams with reports. */
-static void reported(const struct place *p, double *per_worker, double *total)
-{
-    *total = 0;
-    for (uint32_t w = 0; w < p->nw; w++)
-        per_worker[w] = 0;
-    for (size_t i = 0; i < p->ns; i++) {
-        const struct stream *s = &p->s[i];
-        if (s->state == ST_OWNED && s->load >= 0) {
-            per_worker[s->owner] += s->load;
-            *total += s->load;
-        }
-    }
-}
 
 /* Worker w sheds its most loaded reported streams until its reported
  * load is within bound. */
@@ -327,22 +316,44 @@ static int shed(struct place *p, uint32_t w, double mine, double bound)
     return 0;
 }
 
+/* Into p->pick, ascending and each once, the workers a shedding pass
+ * looks at: those whose over_since is set (p->over) and those the tree
+ * names as maybe over their reported bound (thr): their count. */
+static uint32_t to_look_at(struct place *p, double thr)
+{
+    uint32_t n = 0, j = 0;
+    long x = place_tree_next(p, 0, PLACE_REPORTED, thr);
+    while (x >= 0 || j < p->n_over) {
+        uint32_t w = x >= 0 && (j == p->n_over || (uint32_t)x <= p->over[j]) ? (uint32_t)x
+                                                                             : p->over[j];
+        p->pick[n++] = w;
+        if (x == (long)w)
+            x = place_tree_next(p, (size_t)w + 1, PLACE_REPORTED, thr);
+        j += j < p->n_over && p->over[j] == w;
+    }
+    return n;
+}
+
+/* Every worker whose reported load is over its bound since shed_after_ms
+ * sheds, as a pass over every worker did: the bounds are those of the
+ * set's reported load when it starts; the others over theirs are timed
+ * (*next the moment the first is due), and those within them are not. A
+ * worker's reported load is summed afresh where it is within its error
+ * of its bound, and before it sheds. */
 static int shedding(struct place *p, int64_t now, int64_t *next)
 {
-    if (!p->n_loaded) { /* no load reported: nobody is over a bound (no pass over the streams) */
-        for (uint32_t w = 0; w < p->nw; w++)
-            p->w[w].over_since = 0;
-        return 0;
-    }
-    double *per = malloc(p->nw * sizeof *per), total;
-    if (!per)
-        return -1;
-    reported(p, per, &total);
-    for (uint32_t w = 0; w < p->nw; w++) {
+    double total = p->ttree[1].rsum;
+    uint32_t n = to_look_at(p, place_rep_gate(p, total));
+    p->n_over = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t w = p->pick[j];
         struct pworker *k = &p->w[w];
         double bound = k->alive && total > 0 ? (1 + p->o.epsilon) * k->cap / p->total_cap * total
                                               : INFINITY;
-        if (per[w] <= bound * (1 + 1e-12)) {
+        double lim = bound * (1 + 1e-12);
+        if (k->rep_err && k->reported - k->rep_err <= lim && k->reported + k->rep_err > lim)
+            place_rep_exact(p, w);
+        if (k->reported <= lim) {
             k->over_since = 0;
             continue;
         }
@@ -351,40 +362,34 @@ static int shedding(struct place *p, int64_t now, int64_t *next)
         if (now - k->over_since < p->o.shed_after_ms) {
             if (k->over_since + p->o.shed_after_ms < *next)
                 *next = k->over_since + p->o.shed_after_ms;
+            p->over[p->n_over++] = w;
             continue;
         }
         k->over_since = 0;
-        if (shed(p, w, per[w], bound) < 0) {
-            free(per);
+        place_rep_exact(p, w);
+        if (shed(p, w, k->reported, bound) < 0)
             return -1;
-        }
     }
-    free(per);
     return 0;
 }
 
 int place_tick(struct place *p, int64_t now, int64_t *next, struct cohort_err *err)
 {
     *next = INT64_MAX;
-    bool *now_expired = calloc(p->nw, sizeof *now_expired), any = false;
-    if (!now_expired)
-        return nomem(err);
-    for (uint32_t w = 0; w < p->nw; w++) /* all of them first: none gets another's */
-        if (p->w[w].alive && p->w[w].lease_until <= now) {
-            p->w[w].expired = now_expired[w] = any = true;
-            leave(p, w);
-        }
-    int rc = 0;
-    for (uint32_t w = 0; rc == 0 && any && w < p->nw; w++)
-        if (now_expired[w]) /* its MOVING streams too, though none counts on it */
-            rc = place_drop_worker(p, w, true);
-    free(now_expired);
-    if (rc < 0)
-        return nomem(err);
+    uint32_t n = 0;
+    for (long x = place_tree_expired(p, 0, now); x >= 0;
+         x = place_tree_expired(p, (size_t)x + 1, now))
+        p->pick[n++] = (uint32_t)x;
+    for (uint32_t j = 0; j < n; j++) { /* all of them first: none gets another's */
+        p->w[p->pick[j]].expired = true;
+        leave(p, p->pick[j]);
+    }
+    for (uint32_t j = 0; j < n; j++) /* its MOVING streams too, though none counts on it */
+        if (place_drop_worker(p, p->pick[j], true) < 0)
+            return nomem(err);
     if (shedding(p, now, next) < 0)
         return nomem(err);
-    for (uint32_t w = 0; w < p->nw; w++)
-        if (p->w[w].alive && p->w[w].lease_until < *next)
-            *next = p->w[w].lease_until;
+    if (p->ttree[1].lease < *next)
+        *next = p->ttree[1].lease;
     return PLACE_OK;
 }

@@ -1,11 +1,13 @@
 /* place_own.c - the streams of a placement (place.h) by key, and their
  * ownership: assignments, revocations, hand-offs, epochs and the actions
  * they make; each worker's lists of the streams it holds and gives up,
- * and the cost and count of those that count on it. The layer under
+ * and the cost and count of those that count on it, and the sum of the
+ * loads reported on those it owns. The layer under
  * place.c (the calls) and place_move.c (workers coming and going); it
  * calls only place_ring.c and place_tree.c. */
 #include "place_private.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,7 +183,7 @@ void place_forget(struct place *p, struct stream *s)
     lists(p, s, false);
     link_out(p, bucket_of(p, s), (uint32_t)i, PLACE_LIST_BUCKET);
     p->n_unplaced -= s->state == ST_UNPLACED;
-    p->n_loaded -= s->load >= 0;
+    place_rep_count(p, s, -1);
     unslot(p, slot(p, s->key, s->hash));
     if (i != last) {
         lists(p, &p->s[last], false);
@@ -195,6 +197,62 @@ void place_forget(struct place *p, struct stream *s)
 }
 
 /* ---- ownership --------------------------------------------------------- */
+
+void place_rep_count(struct place *p, const struct stream *s, int sign)
+{
+    if (s->state != ST_OWNED || s->load < 0)
+        return;
+    struct pworker *k = &p->w[s->owner];
+    double before = k->reported;
+    k->n_rep += sign;
+    k->reported += sign * s->load;
+    k->rep_err += 0x1p-52 * (fabs(before) + s->load); /* the addition's rounding, and more */
+    if (!k->n_rep) /* none left: exactly none */
+        k->reported = k->rep_err = 0;
+    place_tree_time(p, (uint32_t)s->owner);
+}
+
+/* The reported loads of the streams w owns, summed in its list's order. */
+static double reported_of(const struct place *p, uint32_t w, uint32_t *n)
+{
+    double sum = 0;
+    *n = 0;
+    for (uint32_t i = p->w[w].head[PLACE_LIST_HELD]; i != PLACE_NONE;
+         i = p->s[i].link[PLACE_LIST_HELD][1])
+        if (p->s[i].state == ST_OWNED && p->s[i].load >= 0) {
+            sum += p->s[i].load;
+            ++*n;
+        }
+    return sum;
+}
+
+void place_rep_exact(struct place *p, uint32_t w)
+{
+    uint32_t n;
+    p->w[w].reported = reported_of(p, w, &n);
+    p->w[w].rep_err = 0;
+    place_tree_time(p, w);
+}
+
+int place_reported_check(const struct place *p, struct cohort_err *err)
+{
+    uint32_t j = 0;
+    for (uint32_t w = 0; w < p->nw; w++) {
+        const struct pworker *k = &p->w[w];
+        while (j < p->n_over && p->over[j] < w)
+            j++;
+        uint32_t n;
+        double sum = reported_of(p, w, &n);
+        if (n != k->n_rep || fabs(k->reported - sum) > k->rep_err + 1e-9 * fabs(sum))
+            return cohort_fail(err, "worker %u: reported load %g (within %g) of %u streams, but "
+                                    "its streams' %g of %u", w, k->reported, k->rep_err,
+                               k->n_rep, sum, n);
+        if (k->over_since && (j == p->n_over || p->over[j] != w))
+            return cohort_fail(err, "worker %u is over its reported bound since %lld, but not "
+                                    "in the list of those that are", w, (long long)k->over_since);
+    }
+    return 0;
+}
 
 int32_t place_counted(const struct stream *s)
 {
@@ -251,6 +309,7 @@ int place_assign(struct place *p, struct stream *s, uint32_t w)
     int32_t before = place_counted(s);
     if (s->epoch)
         p->moves++;
+    place_rep_count(p, s, -1);
     lists(p, s, false);
     p->n_unplaced -= s->state == ST_UNPLACED;
     s->state = ST_OWNED;
@@ -258,7 +317,6 @@ int place_assign(struct place *p, struct stream *s, uint32_t w)
     s->target = -1;
     lists(p, s, true);
     s->epoch = ++p->epoch;
-    p->n_loaded -= s->load >= 0;
     s->load = -1;
     place_recount(p, s, before);
     return place_act(p, PLACE_ASSIGN, w, s->epoch, s->key);
@@ -267,6 +325,7 @@ int place_assign(struct place *p, struct stream *s, uint32_t w)
 int place_revoke(struct place *p, struct stream *s, int32_t target)
 {
     int32_t before = place_counted(s);
+    place_rep_count(p, s, -1);
     lists(p, s, false);
     s->state = ST_MOVING;
     s->target = target;
@@ -284,6 +343,7 @@ int place_handoff(struct place *p, struct stream *s, int32_t exclude)
     int32_t to = s->state == ST_MOVING ? s->target : -1;
     if (to < 0 || !p->w[to].alive || to == exclude) {
         int32_t before = place_counted(s);
+        place_rep_count(p, s, -1);
         lists(p, s, false);
         s->state = ST_UNPLACED; /* counted nowhere while it is chosen for */
         p->n_unplaced++;

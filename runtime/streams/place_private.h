@@ -55,6 +55,10 @@ struct pworker {
     uint32_t head[2];       /* its lists' first streams (PLACE_LIST_*) */
     uint32_t counted;       /* streams whose cost counts on it (held, not removed) */
     uint32_t points;        /* its points on the ring as last brought up to date */
+    double reported;        /* the reported loads of the streams it owns, kept as they
+                             * change (summed afresh when a decision needs it exact) */
+    double rep_err;         /* a bound on how far reported is from their sum */
+    uint32_t n_rep;         /* the streams it owns with a reported load */
 };
 
 struct point {
@@ -70,6 +74,13 @@ struct span {
     double least;           /* the least load of a live worker */
 };
 
+/* A node of the second tree over the workers, of what a tick looks at. */
+struct tspan {
+    double rep;             /* the most (reported + rep_err) per capacity of a live worker */
+    double rsum;            /* the sum of the workers' reported loads (pairwise) */
+    int64_t lease;          /* the earliest lease end of a live worker */
+};
+
 struct place {
     struct place_opts o;
     uint32_t nw;
@@ -79,12 +90,16 @@ struct place {
     uint32_t *table;        /* key hash -> index in s, open addressing */
     uint32_t *bucket;       /* 2^PLACE_BUCKET_BITS heads: the streams by hash (PLACE_LIST_BUCKET) */
     size_t n_unplaced;      /* streams in ST_UNPLACED */
-    size_t n_loaded;        /* streams with a reported load (load >= 0) */
+    uint32_t *over;         /* ascending: every worker whose over_since is set (and maybe
+                             * others) */
+    uint32_t n_over;
+    uint32_t *pick;         /* room for nw workers: those a tick looks at */
     size_t tcap;            /* a power of two */
     struct point *ring;     /* sorted by hash, then worker */
     size_t npoints, cappoints;
     bool ring_stale;        /* workers came or went since the ring was brought up to date */
     struct span *tree;      /* 2 x leaves nodes; node 1 the root, leaf w at leaves + w */
+    struct tspan *ttree;    /* the same shape */
     size_t leaves;          /* a power of two, at least nw */
     uint32_t tiny;          /* live workers of capacity below PLACE_GATE_MIN */
     uint32_t walk;          /* the preference walk's generation */
@@ -115,6 +130,15 @@ int place_handoff(struct place *p, struct stream *s, int32_t exclude);
 void place_forget(struct place *p, struct stream *s);
 /* Where s's cost counts: its owner, its target, or -1. */
 int32_t place_counted(const struct stream *s);
+/* s's reported load counts on its owner's (owned, with a report) no more
+ * (sign -1: before a change of its load, state or owner) or again (1:
+ * after a change of its load). */
+void place_rep_count(struct place *p, const struct stream *s, int sign);
+/* Worker w's reported load summed afresh (rep_err 0). */
+void place_rep_exact(struct place *p, uint32_t w);
+/* Whether each worker's reported load is within rep_err of its streams'
+ * and each worker over its reported bound is in the list (place_check). */
+int place_reported_check(const struct place *p, struct cohort_err *err);
 /* Moves s's cost from where it counted (before) to where it counts now. */
 void place_recount(struct place *p, const struct stream *s, int32_t before);
 /* s (MOVING) goes to target (-1: chosen at the release) instead. */
@@ -158,19 +182,31 @@ struct place_gates {
     double over, room;
 };
 void place_gates(const struct place *p, struct place_gates *g);
+/* The threshold on the tree's rep (strictly above) that every worker
+ * whose reported load is over its reported bound passes, with total the
+ * reported loads' sum (+inf: none can be). */
+double place_rep_gate(const struct place *p, double total);
 /* What a worker must pass: PLACE_OVER, hi > thr (it may be over its
  * bound); PLACE_ROOM, lo <= thr (it may have room for the cheapest
  * stream); PLACE_TAKER, that or a load below half the cheapest stream's
- * (it may have room for any stream: place_ring.c's room). */
-enum place_pass { PLACE_OVER, PLACE_ROOM, PLACE_TAKER };
-/* The tree for nw workers, all dead: 0, or -1 when out of memory. */
+ * (it may have room for any stream: place_ring.c's room); PLACE_REPORTED,
+ * rep > thr (it may be over its reported bound). */
+enum place_pass { PLACE_OVER, PLACE_ROOM, PLACE_TAKER, PLACE_REPORTED };
+/* The trees for nw workers, all dead: 0, or -1 when out of memory. */
 int place_tree_new(struct place *p);
 /* Worker w's load, capacity, life or counted streams changed. */
 void place_tree_touch(struct place *p, uint32_t w);
+/* Worker w's capacity, life, lease or reported load changed (the second
+ * tree). */
+void place_tree_time(struct place *p, uint32_t w);
+/* Worker w's lease alone changed (cheaper than place_tree_time). */
+void place_tree_lease(struct place *p, uint32_t w);
 /* min_cost changed: every worker. */
 void place_tree_rebuild(struct place *p);
 /* The first worker at or after from that passes, or -1. */
 long place_tree_next(const struct place *p, size_t from, enum place_pass pass, double thr);
+/* The first live worker at or after from whose lease ended by now, or -1. */
+long place_tree_expired(const struct place *p, size_t from, int64_t now);
 /* The least lo of a worker but exclude (-1: none excluded); +inf for none. */
 double place_tree_least(const struct place *p, int32_t exclude);
 /* The first worker whose node is not what its state says, or -1. */
