@@ -118,11 +118,14 @@ int place_report(struct place *p, uint32_t w, const char *key, double load,
  * whose lease ended, those that may be over their reported bound and those
  * timed as over it (a tree over the workers names them), not at every
  * worker or stream; a renewal or a report costs a walk up that tree. A
- * worker's reported load is kept as reports come, and summed afresh where
- * rounding could decide (within its error of its bound) and before it
- * sheds; the set's is the sum of the workers' (pairwise), so with loads
- * that are not whole numbers a bound may differ in its last bits from one
- * of a sum in another order. */
+ * worker's reported load is kept as reports come, with the sum of its
+ * additions' rounding errors (none while its loads add up exactly, as
+ * whole numbers below 2^53 do); it is summed afresh where that error could
+ * decide (within it of its bound), before it sheds, and, the most in error
+ * first, while the workers' errors are more than 1e-13 of the set's load
+ * (the sum of the workers', pairwise). So with loads that do not add up
+ * exactly a worker's sum and the set's may differ in their last bits from
+ * sums of the same loads in another order. */
 int place_tick(struct place *p, int64_t now, int64_t *next, struct cohort_err *err);
 
 /* The actions since the last call, in order; valid until the next call

@@ -342,7 +342,7 @@ static uint32_t to_look_at(struct place *p, double thr)
  * of its bound, and before it sheds. */
 static int shedding(struct place *p, int64_t now, int64_t *next)
 {
-    double total = p->ttree[1].rsum;
+    double total = place_rep_total(p);
     uint32_t n = to_look_at(p, place_rep_gate(p, total));
     p->n_over = 0;
     for (uint32_t j = 0; j < n; j++) {
@@ -351,8 +351,8 @@ static int shedding(struct place *p, int64_t now, int64_t *next)
         double bound = k->alive && total > 0 ? (1 + p->o.epsilon) * k->cap / p->total_cap * total
                                               : INFINITY;
         double lim = bound * (1 + 1e-12);
-        if (k->rep_err && k->reported - k->rep_err <= lim && k->reported + k->rep_err > lim)
-            place_rep_exact(p, w);
+        if (k->rep_err && !(k->reported - k->rep_err > lim) && !(k->reported + k->rep_err <= lim))
+            place_rep_exact(p, w); /* within its error of the limit (or not finite) */
         if (k->reported <= lim) {
             k->over_since = 0;
             continue;

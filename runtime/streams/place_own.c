@@ -203,10 +203,14 @@ void place_rep_count(struct place *p, const struct stream *s, int sign)
     if (s->state != ST_OWNED || s->load < 0)
         return;
     struct pworker *k = &p->w[s->owner];
-    double before = k->reported;
+    double a = k->reported, b = sign * s->load, sum = a + b, bb = sum - a;
+    double e = (a - (sum - bb)) + (b - bb); /* the addition's rounding error, exactly (TwoSum) */
     k->n_rep += sign;
-    k->reported += sign * s->load;
-    k->rep_err += 0x1p-52 * (fabs(before) + s->load); /* the addition's rounding, and more */
+    k->reported = sum;
+    if (!isfinite(sum) || !isfinite(e))
+        k->rep_err = INFINITY; /* to be summed afresh */
+    else if (e != 0)
+        k->rep_err = (k->rep_err + fabs(e)) * (1 + 0x1p-50); /* rounded up */
     if (!k->n_rep) /* none left: exactly none */
         k->reported = k->rep_err = 0;
     place_tree_time(p, (uint32_t)s->owner);
@@ -232,6 +236,19 @@ void place_rep_exact(struct place *p, uint32_t w)
     p->w[w].reported = reported_of(p, w, &n);
     p->w[w].rep_err = 0;
     place_tree_time(p, w);
+}
+
+double place_rep_total(struct place *p)
+{
+    for (;;) {
+        const struct tspan *r = &p->ttree[1];
+        if (!(r->emax > 0) || (isfinite(r->esum) && r->esum <= 1e-13 * fabs(r->rsum)))
+            return r->rsum;
+        size_t i = 1;
+        while (i < p->leaves) /* down to the worker with the most error */
+            i = 2 * i + (p->ttree[2 * i].emax < p->ttree[2 * i + 1].emax);
+        place_rep_exact(p, (uint32_t)(i - p->leaves));
+    }
 }
 
 int place_reported_check(const struct place *p, struct cohort_err *err)

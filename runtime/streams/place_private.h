@@ -57,7 +57,8 @@ struct pworker {
     uint32_t points;        /* its points on the ring as last brought up to date */
     double reported;        /* the reported loads of the streams it owns, kept as they
                              * change (summed afresh when a decision needs it exact) */
-    double rep_err;         /* a bound on how far reported is from their sum */
+    double rep_err;         /* a bound on how far reported is from their sum: the sum of
+                             * every addition's rounding error (+inf: not finite) */
     uint32_t n_rep;         /* the streams it owns with a reported load */
 };
 
@@ -78,6 +79,7 @@ struct span {
 struct tspan {
     double rep;             /* the most (reported + rep_err) per capacity of a live worker */
     double rsum;            /* the sum of the workers' reported loads (pairwise) */
+    double esum, emax;      /* the sum and the most of their rep_err */
     int64_t lease;          /* the earliest lease end of a live worker */
 };
 
@@ -136,6 +138,10 @@ int32_t place_counted(const struct stream *s);
 void place_rep_count(struct place *p, const struct stream *s, int sign);
 /* Worker w's reported load summed afresh (rep_err 0). */
 void place_rep_exact(struct place *p, uint32_t w);
+/* The set's reported load, the sum of the workers', within 1e-13 of its
+ * size of the sum of their streams' (those with the most error summed
+ * afresh until it is). */
+double place_rep_total(struct place *p);
 /* Whether each worker's reported load is within rep_err of its streams'
  * and each worker over its reported bound is in the list (place_check). */
 int place_reported_check(const struct place *p, struct cohort_err *err);

@@ -81,7 +81,8 @@ double place_rep_gate(const struct place *p, double total)
         return INFINITY;
     if (p->tiny || !(p->total_cap >= PLACE_GATE_MIN) || !(total >= PLACE_GATE_MIN))
         return -INFINITY;
-    return (1 + p->o.epsilon) * total / p->total_cap * (1 + 1e-12) * (1 - GATE_SLACK);
+    double t = (1 + p->o.epsilon) * total / p->total_cap * (1 + 1e-12) * (1 - GATE_SLACK);
+    return isfinite(t) ? t : -INFINITY; /* (1 + epsilon) x total past the largest double */
 }
 
 static struct span leaf(const struct place *p, uint32_t w)
@@ -102,15 +103,15 @@ static struct tspan tleaf(const struct place *p, uint32_t w)
 {
     const struct pworker *k = &p->w[w];
     if (!k->alive)
-        return (struct tspan){-INFINITY, k->reported, INT64_MAX};
+        return (struct tspan){-INFINITY, k->reported, k->rep_err, k->rep_err, INT64_MAX};
     return (struct tspan){fmax((k->reported + k->rep_err) / k->cap, -DBL_MAX), k->reported,
-                          k->lease_until};
+                          k->rep_err, k->rep_err, k->lease_until};
 }
 
 static struct tspan tboth(struct tspan a, struct tspan b)
 {
-    return (struct tspan){fmax(a.rep, b.rep), a.rsum + b.rsum, a.lease < b.lease ? a.lease
-                                                                                 : b.lease};
+    return (struct tspan){fmax(a.rep, b.rep), a.rsum + b.rsum, a.esum + b.esum,
+                          fmax(a.emax, b.emax), a.lease < b.lease ? a.lease : b.lease};
 }
 
 int place_tree_new(struct place *p)
@@ -123,7 +124,7 @@ int place_tree_new(struct place *p)
         return -1;
     for (size_t i = 0; i < 2 * p->leaves; i++) {
         p->tree[i] = (struct span){-INFINITY, INFINITY, INFINITY};
-        p->ttree[i] = (struct tspan){-INFINITY, 0, INT64_MAX};
+        p->ttree[i] = (struct tspan){-INFINITY, 0, 0, 0, INT64_MAX};
     }
     return 0;
 }
@@ -242,9 +243,15 @@ static bool same(struct span a, struct span b)
     return a.hi == b.hi && a.lo == b.lo && a.least == b.least;
 }
 
+static bool eq(double a, double b) /* NaN too (a sum of +inf and -inf) */
+{
+    return a == b || (isnan(a) && isnan(b));
+}
+
 static bool tsame(struct tspan a, struct tspan b)
 {
-    return a.rep == b.rep && a.rsum == b.rsum && a.lease == b.lease;
+    return eq(a.rep, b.rep) && eq(a.rsum, b.rsum) && eq(a.esum, b.esum) && eq(a.emax, b.emax) &&
+           a.lease == b.lease;
 }
 
 long place_tree_stale(const struct place *p)

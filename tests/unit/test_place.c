@@ -270,12 +270,11 @@ static void shedding(void)
     free(v);
 }
 
-/* A worker's reported load kept as reports come drifts by rounding (a
- * load of 1e15 and then 0.1 leaves 0.35 for 0.1 + 0.2): near its bound it
- * is summed afresh, and it is not taken for over it. */
-static void drifted(void)
+/* Two workers of capacity 1 holding two streams each (a and b: their
+ * numbers; *wa the first's worker), with shed_after_ms 5000 and leases
+ * that do not end. */
+static struct place *two_by_two(struct view *v, uint32_t *wa, int a[2], int b[2])
 {
-    struct view *v = calloc(1, sizeof *v);
     struct cohort_err e;
     struct place_opts o = {.shed_after_ms = 5000, .lease_ms = 1000000};
     struct place *p;
@@ -284,28 +283,73 @@ static void drifted(void)
         place_join(p, w, 1.0, 0, &e);
     for (int i = 0; i < 4; i++)
         place_add(p, key(i), 1.0, &e);
+    memset(v, 0, sizeof *v);
     drain(p, v, 1);
-    int a[2], b[2], na = 0, nb = 0;
+    int na = 0, nb = 0;
     for (int i = 0; i < 4; i++) {
         if (v->owner[i] == v->owner[0] && na < 2)
             a[na++] = i;
         else if (v->owner[i] != v->owner[0] && nb < 2)
             b[nb++] = i;
     }
-    uint32_t wa = (uint32_t)v->owner[0], wb = 1 - wa;
+    *wa = (uint32_t)v->owner[0];
     ok(na == 2 && nb == 2, "4 streams on 2 workers: 2 each (%d and %d)", na, nb);
-    place_report(p, wa, key(a[1]), 0.2, &e);
-    place_report(p, wa, key(a[0]), 1e15, &e);
-    place_report(p, wa, key(a[0]), 0.1, &e); /* worker wa: 0.3, within 1.25 x 0.5 / 2 */
-    place_report(p, wb, key(b[0]), 0.1, &e);
-    place_report(p, wb, key(b[1]), 0.1, &e);
-    int64_t next;
-    place_tick(p, 100, &next, &e);
+    return p;
+}
+
+/* Reports load[i] for stream s[i] of worker w[i] (n of them), then a tick
+ * at 100: whether its next moment is want and the set's check holds. */
+static bool reports(struct place *p, int n, const uint32_t *w, const int *s, const double *load,
+                    int64_t want, int64_t *next)
+{
+    struct cohort_err e;
+    for (int i = 0; i < n; i++)
+        place_report(p, w[i], key(s[i]), load[i], &e);
+    place_tick(p, 100, next, &e);
     const struct place_act *acts;
-    ok(place_actions(p, &acts) == 0 && next == 1000000 && place_check(p, &e) == 0,
-       "loads 0.1 and 0.2 after 1e15, against 0.1 and 0.1: nobody over, next the lease's end "
-       "(%lld)", (long long)next);
-    place_free(p);
+    return place_actions(p, &acts) == 0 && *next == want && place_check(p, &e) == 0;
+}
+
+/* A worker's reported load kept as reports come drifts by rounding: near
+ * its bound it is summed afresh, and so is the set's when the workers'
+ * errors are more than 1e-13 of it; a sum past the largest double is
+ * summed afresh too, and a bound near it still found. Each case: worker
+ * A (streams a) and B (b); over its bound, a worker is timed (next 5100),
+ * else next is the leases' end. */
+static void drifted(void)
+{
+    struct view *v = calloc(1, sizeof *v);
+    struct {
+        const char *what;
+        int n;
+        int who[5];     /* 0: A's stream who_i; 1: B's */
+        int which[5];
+        double load[5];
+        int64_t want;
+    } c[] = {
+        {"0.2, 1e15 then 0.1 on A (0.3), 0.1 and 0.1 on B: nobody over", 5, {0, 0, 0, 1, 1},
+         {1, 0, 0, 0, 1}, {0.2, 1e15, 0.1, 0.1, 0.1}, 1000000},
+        {"0.2, 1e15 then 0.1 on A, 0.55 and 0 on B: B over (0.55 of 0.85)", 5, {0, 0, 0, 1, 1},
+         {1, 0, 0, 0, 1}, {0.2, 1e15, 0.1, 0.55, 0}, 5100},
+        {"2^53, 47 then 0 on A (47), 79 and 0 on B: B over (79 of 126)", 5, {0, 0, 0, 1, 1},
+         {1, 0, 1, 0, 1}, {0x1p53, 47, 0, 79, 0}, 5100},
+        {"1e308 twice, then 1 and 1 on A, 10 and 1 on B: B over (11 of 13)", 5, {0, 0, 0, 1, 1},
+         {0, 1, 0, 0, 1}, {1e308, 1e308, 1, 10, 1}, 5100},
+        {"7.5e307 twice on A, nothing on B: A over", 2, {0, 0}, {0, 1}, {7.5e307, 7.5e307}, 5100},
+    };
+    for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+        uint32_t wa, w[5];
+        int a[2], b[2], s[5];
+        struct place *p = two_by_two(v, &wa, a, b);
+        for (int i = 0; i < c[k].n; i++) {
+            w[i] = c[k].who[i] ? 1 - wa : wa;
+            s[i] = c[k].who[i] ? b[c[k].which[i]] : a[c[k].which[i]];
+        }
+        int64_t next;
+        bool good = reports(p, c[k].n, w, s, c[k].load, c[k].want, &next);
+        ok(good, "%s: next %lld", c[k].what, (long long)next);
+        place_free(p);
+    }
     free(v);
 }
 
