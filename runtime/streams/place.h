@@ -122,8 +122,9 @@ int place_report(struct place *p, uint32_t w, const char *key, double load,
  * additions' rounding errors (none while its loads add up exactly, as
  * whole numbers below 2^53 do); it is summed afresh where that error could
  * decide (within it of its bound), before it sheds, and, the most in error
- * first, while the workers' errors are more than 1e-13 of the set's load
- * (the sum of the workers', pairwise). So with loads that do not add up
+ * first and each at most once, while the errors a fresh sum would remove
+ * are more than 1e-13 of the set's load (the sum of the workers',
+ * pairwise); a fresh sum keeps its own rounding as its error. So with loads that do not add up
  * exactly a worker's sum and the set's may differ in their last bits from
  * sums of the same loads in another order. */
 int place_tick(struct place *p, int64_t now, int64_t *next, struct cohort_err *err);

@@ -351,7 +351,8 @@ static int shedding(struct place *p, int64_t now, int64_t *next)
         double bound = k->alive && total > 0 ? (1 + p->o.epsilon) * k->cap / p->total_cap * total
                                               : INFINITY;
         double lim = bound * (1 + 1e-12);
-        if (k->rep_err && !(k->reported - k->rep_err > lim) && !(k->reported + k->rep_err <= lim))
+        if (k->rep_err && !k->rep_fresh && !(k->reported - k->rep_err > lim) &&
+            !(k->reported + k->rep_err <= lim))
             place_rep_exact(p, w); /* within its error of the limit (or not finite) */
         if (k->reported <= lim) {
             k->over_since = 0;
@@ -366,7 +367,8 @@ static int shedding(struct place *p, int64_t now, int64_t *next)
             continue;
         }
         k->over_since = 0;
-        place_rep_exact(p, w);
+        if (!k->rep_fresh)
+            place_rep_exact(p, w);
         if (shed(p, w, k->reported, bound) < 0)
             return -1;
     }

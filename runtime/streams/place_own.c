@@ -198,33 +198,43 @@ void place_forget(struct place *p, struct stream *s)
 
 /* ---- ownership --------------------------------------------------------- */
 
+/* *sum += b, and *err += its rounding error (found exactly: TwoSum),
+ * rounded up; +inf where the sum is not finite. */
+static void add(double *sum, double b, double *err)
+{
+    double a = *sum, s = a + b, bb = s - a;
+    double e = (a - (s - bb)) + (b - bb);
+    *sum = s;
+    if (!isfinite(s) || !isfinite(e))
+        *err = INFINITY;
+    else if (e != 0)
+        *err = (*err + fabs(e)) * (1 + 0x1p-50);
+}
+
 void place_rep_count(struct place *p, const struct stream *s, int sign)
 {
     if (s->state != ST_OWNED || s->load < 0)
         return;
     struct pworker *k = &p->w[s->owner];
-    double a = k->reported, b = sign * s->load, sum = a + b, bb = sum - a;
-    double e = (a - (sum - bb)) + (b - bb); /* the addition's rounding error, exactly (TwoSum) */
+    add(&k->reported, sign * s->load, &k->rep_err);
+    k->rep_fresh = false;
     k->n_rep += sign;
-    k->reported = sum;
-    if (!isfinite(sum) || !isfinite(e))
-        k->rep_err = INFINITY; /* to be summed afresh */
-    else if (e != 0)
-        k->rep_err = (k->rep_err + fabs(e)) * (1 + 0x1p-50); /* rounded up */
     if (!k->n_rep) /* none left: exactly none */
         k->reported = k->rep_err = 0;
     place_tree_time(p, (uint32_t)s->owner);
 }
 
-/* The reported loads of the streams w owns, summed in its list's order. */
-static double reported_of(const struct place *p, uint32_t w, uint32_t *n)
+/* The reported loads of the streams w owns, summed in its list's order
+ * (*err the sum's rounding, *n their count). */
+static double reported_of(const struct place *p, uint32_t w, double *err, uint32_t *n)
 {
     double sum = 0;
+    *err = 0;
     *n = 0;
     for (uint32_t i = p->w[w].head[PLACE_LIST_HELD]; i != PLACE_NONE;
          i = p->s[i].link[PLACE_LIST_HELD][1])
         if (p->s[i].state == ST_OWNED && p->s[i].load >= 0) {
-            sum += p->s[i].load;
+            add(&sum, p->s[i].load, err);
             ++*n;
         }
     return sum;
@@ -233,8 +243,8 @@ static double reported_of(const struct place *p, uint32_t w, uint32_t *n)
 void place_rep_exact(struct place *p, uint32_t w)
 {
     uint32_t n;
-    p->w[w].reported = reported_of(p, w, &n);
-    p->w[w].rep_err = 0;
+    p->w[w].reported = reported_of(p, w, &p->w[w].rep_err, &n);
+    p->w[w].rep_fresh = true;
     place_tree_time(p, w);
 }
 
@@ -259,8 +269,8 @@ int place_reported_check(const struct place *p, struct cohort_err *err)
         while (j < p->n_over && p->over[j] < w)
             j++;
         uint32_t n;
-        double sum = reported_of(p, w, &n);
-        if (n != k->n_rep || fabs(k->reported - sum) > k->rep_err + 1e-9 * fabs(sum))
+        double off, sum = reported_of(p, w, &off, &n);
+        if (n != k->n_rep || fabs(k->reported - sum) > k->rep_err + off + 1e-9 * fabs(sum))
             return cohort_fail(err, "worker %u: reported load %g (within %g) of %u streams, but "
                                     "its streams' %g of %u", w, k->reported, k->rep_err,
                                k->n_rep, sum, n);

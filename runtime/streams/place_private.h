@@ -59,6 +59,8 @@ struct pworker {
                              * change (summed afresh when a decision needs it exact) */
     double rep_err;         /* a bound on how far reported is from their sum: the sum of
                              * every addition's rounding error (+inf: not finite) */
+    bool rep_fresh;         /* reported was summed afresh since it last changed: summing
+                             * again would not lessen rep_err */
     uint32_t n_rep;         /* the streams it owns with a reported load */
 };
 
@@ -79,7 +81,8 @@ struct span {
 struct tspan {
     double rep;             /* the most (reported + rep_err) per capacity of a live worker */
     double rsum;            /* the sum of the workers' reported loads (pairwise) */
-    double esum, emax;      /* the sum and the most of their rep_err */
+    double esum, emax;      /* the sum and the most of their rep_err that summing afresh
+                             * would remove (not of those just summed afresh) */
     int64_t lease;          /* the earliest lease end of a live worker */
 };
 
@@ -136,11 +139,11 @@ int32_t place_counted(const struct stream *s);
  * (sign -1: before a change of its load, state or owner) or again (1:
  * after a change of its load). */
 void place_rep_count(struct place *p, const struct stream *s, int sign);
-/* Worker w's reported load summed afresh (rep_err 0). */
+/* Worker w's reported load summed afresh (rep_err that sum's rounding). */
 void place_rep_exact(struct place *p, uint32_t w);
-/* The set's reported load, the sum of the workers', within 1e-13 of its
- * size of the sum of their streams' (those with the most error summed
- * afresh until it is). */
+/* The set's reported load, the sum of the workers': those with the most
+ * error summed afresh, each at most once, until the error left that
+ * summing afresh would remove is within 1e-13 of it. */
 double place_rep_total(struct place *p);
 /* Whether each worker's reported load is within rep_err of its streams'
  * and each worker over its reported bound is in the list (place_check). */

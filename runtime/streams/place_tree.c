@@ -102,10 +102,11 @@ static struct span both(struct span a, struct span b)
 static struct tspan tleaf(const struct place *p, uint32_t w)
 {
     const struct pworker *k = &p->w[w];
+    double err = k->rep_fresh ? 0 : k->rep_err; /* what summing afresh would remove */
     if (!k->alive)
-        return (struct tspan){-INFINITY, k->reported, k->rep_err, k->rep_err, INT64_MAX};
+        return (struct tspan){-INFINITY, k->reported, err, err, INT64_MAX};
     return (struct tspan){fmax((k->reported + k->rep_err) / k->cap, -DBL_MAX), k->reported,
-                          k->rep_err, k->rep_err, k->lease_until};
+                          err, err, k->lease_until};
 }
 
 static struct tspan tboth(struct tspan a, struct tspan b)

@@ -353,6 +353,49 @@ static void drifted(void)
     free(v);
 }
 
+/* A worker summed afresh while it holds a load of 2^54 loses its 1 and 1
+ * in that sum: the fresh sum keeps that rounding as its error, so once
+ * the big stream is shed and gone the worker is summed afresh again and
+ * found over its bound (2 of 2). */
+static void resummed(void)
+{
+    struct view *v = calloc(1, sizeof *v);
+    struct cohort_err e;
+    struct place_opts o = {.shed_after_ms = 5000, .lease_ms = 1000000};
+    struct place *p;
+    place_new(2, &o, &p, &e);
+    for (uint32_t w = 0; w < 2; w++)
+        place_join(p, w, 1.0, 0, &e);
+    for (int i = 0; i < 12; i++)
+        place_add(p, key(i), 1.0, &e);
+    drain(p, v, 1);
+    int a = -1, b[3], nb = 0;
+    for (int i = 0; i < 12; i++) {
+        if (v->owner[i] == 1 && nb < 3)
+            b[nb++] = i;
+        else if (v->owner[i] == 0 && a < 0)
+            a = i;
+    }
+    double loads[3] = {0x1p54, 1, 1};
+    for (int i = 0; i < nb; i++)
+        place_report(p, 1, key(b[i]), loads[i], &e);
+    place_report(p, 0, key(a), 0, &e);
+    int64_t next;
+    place_tick(p, 100, &next, &e);
+    drain(p, v, 1);
+    place_tick(p, 6000, &next, &e); /* worker 1 sheds the 2^54 */
+    long revokes = v->revokes;
+    drain(p, v, 1);
+    place_report(p, (uint32_t)v->owner[b[0]], key(b[0]), 0, &e);
+    place_tick(p, 7000, &next, &e);
+    ok(nb == 3 && a >= 0 && v->revokes == revokes + 1 && v->owner[b[0]] == 0 && next == 12000 &&
+           place_check(p, &e) == 0,
+       "2^54, 1 and 1 on a worker, its 2^54 shed: then over its bound with 2 (next %lld, %ld "
+       "shed)", (long long)next, v->revokes - revokes);
+    place_free(p);
+    free(v);
+}
+
 static void bad_input(void)
 {
     struct cohort_err e;
@@ -384,6 +427,7 @@ int main(void)
     ownership();
     shedding();
     drifted();
+    resummed();
     bad_input();
     return tap_done();
 }
