@@ -14,17 +14,11 @@
 
 #include "cohort.h"
 
-static long long now_ns(void)
+/* Clock id's time in ns: CLOCK_MONOTONIC, or this process's CPU time. */
+static long long ns_of(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static long long cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    clock_gettime(id, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
@@ -58,7 +52,7 @@ int main(void)
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0)
             ;
     }
-    long long t0 = now_ns(), c0 = cpu_ns();
+    long long t0 = ns_of(CLOCK_MONOTONIC), c0 = ns_of(CLOCK_PROCESS_CPUTIME_ID);
     if (cohort_init(&c, NULL) != 0) {
         fprintf(stderr, "%s\n", cohort_error(c));
         return 1;
@@ -69,7 +63,7 @@ int main(void)
         fprintf(stderr, "%s\n", cohort_error(c));
         return 1;
     }
-    long long t1 = now_ns(), c1 = cpu_ns();
+    long long t1 = ns_of(CLOCK_MONOTONIC), c1 = ns_of(CLOCK_PROCESS_CPUTIME_ID);
     if (cohort_rank(c) == 0)
         printf("sockets %d\n", open_sockets());
     printf("%lld %lld\ncpu %lld\n", t0, t1, c1 - c0);

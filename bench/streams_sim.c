@@ -35,8 +35,7 @@
  * / bound after it; the node back: its time, its REVOKEs; whether the
  * set's own check held after each; the steady state: the first reports'
  * time, then the placement's CPU per simulated second, the ticks' part of
- * it, its REVOKEs; the
- * simulator's wall time and peak memory (getrusage).
+ * it, its REVOKEs; the simulator's wall time and peak memory (getrusage).
  *
  *   bench/streams_sim WORKERS [STREAMS] */
 #include <inttypes.h>
@@ -161,13 +160,23 @@ static double load_of(uint64_t i)
     return 0.9 + 0.01 * (double)(i * 7919 % 21);
 }
 
+/* A load report of worker w on key: its renewal, then the call (a stream
+ * moving meanwhile: a no-op). */
+static void report(struct sim *s, uint32_t w, const char *k, double load)
+{
+    struct cohort_err e;
+    renew(s, w);
+    int rc = place_report(s->p, w, k, load, &e);
+    check(s, rc == PLACE_NOOP ? PLACE_OK : rc, PLACE_OK);
+    tell(s);
+}
+
 /* Every stream's first report, by its owner, ROUND a round: the time. */
 static double first_reports(struct sim *s)
 {
     static char keys[ROUND][32];
     static uint32_t owner[ROUND];
     static bool owned[ROUND];
-    struct cohort_err e;
     uint64_t epoch;
     double sum = 0;
     for (long base = 0; base < s->streams; base += ROUND) {
@@ -178,12 +187,8 @@ static double first_reports(struct sim *s)
         }
         double t = now_s();
         for (long i = 0; i < n; i++)
-            if (owned[i]) {
-                renew(s, owner[i]);
-                int rc = place_report(s->p, owner[i], keys[i], load_of((uint64_t)(base + i)), &e);
-                check(s, rc == PLACE_NOOP ? PLACE_OK : rc, PLACE_OK); /* NOOP: moving */
-                tell(s);
-            }
+            if (owned[i])
+                report(s, owner[i], keys[i], load_of((uint64_t)(base + i)));
         round_end(s);
         sum += now_s() - t;
     }
@@ -195,7 +200,6 @@ static double steady(struct sim *s)
 {
     static char keys[REPORTS_PER_MS][32];
     uint32_t owner[REPORTS_PER_MS];
-    struct cohort_err e;
     double sum = 0, pings = 0;
     uint32_t next_ping = 0;
     uint64_t pick = 0, epoch;
@@ -210,12 +214,8 @@ static double steady(struct sim *s)
         double t = now_s();
         for (pings += s->workers / 10000.0; pings >= 1; pings--)
             renew(s, next_ping++ % s->workers);
-        for (int j = 0; j < n; j++) {
-            renew(s, owner[j]);
-            int rc = place_report(s->p, owner[j], keys[j], load_of(num[j] + (uint64_t)ms), &e);
-            check(s, rc == PLACE_NOOP ? PLACE_OK : rc, PLACE_OK); /* NOOP: a stream moving */
-            tell(s);
-        }
+        for (int j = 0; j < n; j++)
+            report(s, owner[j], keys[j], load_of(num[j] + (uint64_t)ms));
         round_end(s);
         sum += now_s() - t;
     }
@@ -298,7 +298,6 @@ int main(int argc, char **argv)
     const char *back_ok = checked(&s);
     long back_revokes = s.revokes;
     s.revokes = 0;
-    s.tick_s = 0;
     double reports_s = first_reports(&s);
     s.tick_s = 0;
     double steady_s = steady(&s), steady_tick = s.tick_s;

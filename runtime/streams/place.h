@@ -124,9 +124,9 @@ int place_report(struct place *p, uint32_t w, const char *key, double load,
  * decide (within it of its bound), before it sheds, and, the most in error
  * first and each at most once, while the errors a fresh sum would remove
  * are more than 1e-13 of the set's load (the sum of the workers',
- * pairwise); a fresh sum keeps its own rounding as its error. So with loads that do not add up
- * exactly a worker's sum and the set's may differ in their last bits from
- * sums of the same loads in another order. */
+ * pairwise); a fresh sum keeps its own rounding as its error. So with
+ * loads that do not add up exactly a worker's sum and the set's may differ
+ * in their last bits from sums of the same loads in another order. */
 int place_tick(struct place *p, int64_t now, int64_t *next, struct cohort_err *err);
 
 /* The actions since the last call, in order; valid until the next call

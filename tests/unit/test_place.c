@@ -233,18 +233,27 @@ static void ownership(void)
     free(v);
 }
 
+/* nw workers of capacity 1 holding ns streams of cost 1, placed and
+ * seen in v, with shed_after_ms 5000 and leases that do not end. */
+static struct place *shedding_set(uint32_t nw, int ns, struct view *v)
+{
+    struct cohort_err e;
+    struct place_opts o = {.shed_after_ms = 5000, .lease_ms = 1000000};
+    struct place *p;
+    place_new(nw, &o, &p, &e);
+    for (uint32_t w = 0; w < nw; w++)
+        place_join(p, w, 1.0, 0, &e);
+    for (int i = 0; i < ns; i++)
+        place_add(p, key(i), 1.0, &e);
+    drain(p, v, 1);
+    return p;
+}
+
 static void shedding(void)
 {
     struct view *v = calloc(1, sizeof *v);
     struct cohort_err e;
-    struct place_opts o = {.shed_after_ms = 5000, .lease_ms = 1000000};
-    struct place *p;
-    place_new(4, &o, &p, &e);
-    for (uint32_t w = 0; w < 4; w++)
-        place_join(p, w, 1.0, 0, &e);
-    for (int i = 0; i < 40; i++)
-        place_add(p, key(i), 1.0, &e);
-    drain(p, v, 1);
+    struct place *p = shedding_set(4, 40, v);
     for (int i = 0; i < 40; i++) /* worker 2's streams cost 5x what the others' do */
         place_report(p, (uint32_t)v->owner[i], key(i), v->owner[i] == 2 ? 50.0 : 10.0, &e);
     int64_t next;
@@ -270,21 +279,12 @@ static void shedding(void)
     free(v);
 }
 
-/* Two workers of capacity 1 holding two streams each (a and b: their
- * numbers; *wa the first's worker), with shed_after_ms 5000 and leases
- * that do not end. */
+/* Two workers holding two streams each (a and b: their numbers; *wa the
+ * first's worker), as shedding_set makes them. */
 static struct place *two_by_two(struct view *v, uint32_t *wa, int a[2], int b[2])
 {
-    struct cohort_err e;
-    struct place_opts o = {.shed_after_ms = 5000, .lease_ms = 1000000};
-    struct place *p;
-    place_new(2, &o, &p, &e);
-    for (uint32_t w = 0; w < 2; w++)
-        place_join(p, w, 1.0, 0, &e);
-    for (int i = 0; i < 4; i++)
-        place_add(p, key(i), 1.0, &e);
     memset(v, 0, sizeof *v);
-    drain(p, v, 1);
+    struct place *p = shedding_set(2, 4, v);
     int na = 0, nb = 0;
     for (int i = 0; i < 4; i++) {
         if (v->owner[i] == v->owner[0] && na < 2)
@@ -361,14 +361,7 @@ static void resummed(void)
 {
     struct view *v = calloc(1, sizeof *v);
     struct cohort_err e;
-    struct place_opts o = {.shed_after_ms = 5000, .lease_ms = 1000000};
-    struct place *p;
-    place_new(2, &o, &p, &e);
-    for (uint32_t w = 0; w < 2; w++)
-        place_join(p, w, 1.0, 0, &e);
-    for (int i = 0; i < 12; i++)
-        place_add(p, key(i), 1.0, &e);
-    drain(p, v, 1);
+    struct place *p = shedding_set(2, 12, v);
     int a = -1, b[3], nb = 0;
     for (int i = 0; i < 12; i++) {
         if (v->owner[i] == 1 && nb < 3)
