@@ -188,6 +188,14 @@ tests_bootstrap_nccl_check_CPPFLAGS = $(AM_CPPFLAGS) $(CUDA_CPPFLAGS)
 tests_bootstrap_nccl_check_LDADD = runtime/libcohort/libcohort-nccl.la \
 	runtime/libcohort/libcohort.la $(CUDA_LIBS)
 tests_bootstrap_nccl_check_LDFLAGS = -no-install
+# cohort_nccl_init's sequence of NCCL calls, checked against a stand-in for
+# CUDA and NCCL that records them (tests/nccl.sh; no GPU needed).
+check_PROGRAMS += tests/bootstrap/nccl_seq
+tests_bootstrap_nccl_seq_SOURCES = tests/bootstrap/nccl_check.c tests/bootstrap/nccl_standin.c \
+	runtime/libcohort/cohort_nccl.c runtime/libcohort/cohort_nccl.h
+tests_bootstrap_nccl_seq_CPPFLAGS = $(tests_bootstrap_nccl_check_CPPFLAGS)
+tests_bootstrap_nccl_seq_LDADD = runtime/libcohort/libcohort.la -lpthread
+tests_bootstrap_nccl_seq_LDFLAGS = -no-install
 # The NCCL example must build (it runs only where there are GPUs).
 check_PROGRAMS += examples/allreduce
 examples_allreduce_CPPFLAGS = $(tests_bootstrap_nccl_check_CPPFLAGS)

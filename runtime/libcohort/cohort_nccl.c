@@ -1,9 +1,11 @@
 /* cohort_nccl.c - NCCL communicators with a deadline (cohort_nccl.h): the
  * task's device, the unique ids shared over the bootstrap, the
- * non-blocking init polled to the deadline, the splits handed back. */
+ * non-blocking init polled to the deadline, the splits handed back, and
+ * the first communicator's release off the caller's path. */
 #include "cohort_nccl.h"
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -90,17 +92,70 @@ static int wait_comm(struct cohort *c, ncclComm_t comm, long long deadline, int 
     return 0;
 }
 
-/* Frees a non-blocking communicator that is no longer needed: finalize,
- * polled to the deadline, then destroy (abort when finalizing failed). */
-static void release_comm(ncclComm_t comm, long long deadline)
+/* The first communicators whose release runs on a thread of its own: how
+ * many are still being released, and the longest wait for them at exit
+ * (the longest deadline any call had). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int live, wait_s;
+} releases = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+static pthread_once_t releases_once = PTHREAD_ONCE_INIT;
+
+/* At exit, waits for the releases still running (at most wait_s): NCCL and
+ * CUDA must not be torn down under them. */
+static void wait_releases(void)
 {
-    ncclResult_t state = ncclCommFinalize(comm);
-    if (state == ncclInProgress)
-        state = poll_state(comm, deadline);
-    if (state == ncclSuccess)
-        ncclCommDestroy(comm);
-    else
-        ncclCommAbort(comm);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    pthread_mutex_lock(&releases.lock);
+    until.tv_sec += releases.wait_s;
+    while (releases.live > 0 &&
+           pthread_cond_timedwait(&releases.done, &releases.lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&releases.lock);
+}
+
+static void watch_releases(void)
+{
+    atexit(wait_releases);
+}
+
+/* A release's thread: ncclCommDestroy finalizes the communicator itself
+ * (it has no operation of its own left), then frees it. */
+static void *release_main(void *comm)
+{
+    ncclCommDestroy(comm);
+    pthread_mutex_lock(&releases.lock);
+    releases.live--;
+    pthread_cond_broadcast(&releases.done);
+    pthread_mutex_unlock(&releases.lock);
+    return NULL;
+}
+
+/* Releases the first communicator once the blocking ones are split off it,
+ * on a thread of its own so that the caller does not wait for it (they
+ * keep the resources it shares with them); here only where no thread can
+ * be started. */
+static void release_later(ncclComm_t first, int secs)
+{
+    pthread_once(&releases_once, watch_releases);
+    pthread_attr_t attr;
+    pthread_t thread;
+    int started = pthread_attr_init(&attr) == 0;
+    pthread_mutex_lock(&releases.lock);
+    if (started) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        started = pthread_create(&thread, &attr, release_main, first) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    if (started) {
+        releases.live++;
+        releases.wait_s = secs > releases.wait_s ? secs : releases.wait_s;
+    }
+    pthread_mutex_unlock(&releases.lock);
+    if (!started)
+        ncclCommDestroy(first);
 }
 
 /* The communicators handed to the caller, split off the non-blocking one
@@ -261,6 +316,6 @@ int cohort_nccl_init(struct cohort *c, ncclComm_t *world, const struct cohort_nc
         return -1;
     }
     if (blocking)
-        release_comm(first, deadline);
+        release_later(first, secs);
     return 0;
 }

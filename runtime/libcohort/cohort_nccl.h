@@ -10,8 +10,11 @@
  *
  * The communicators returned are blocking, as NCCL's usual ones: they are
  * split (ncclCommSplit, sharing resources) off the one that came up within
- * the deadline. That split has no deadline of its own: it runs only once
- * every rank's NCCL is connected. With nonblocking set they are the
+ * the deadline, as NCCL fixes whether a communicator blocks when it is
+ * made, and only a non-blocking init can be aborted. The one they were
+ * split off is released on a thread of its own: cohort_nccl_init returns
+ * without waiting for it, and at exit the process waits for it (at most
+ * the timeout). With nonblocking set they are the
  * non-blocking ones themselves: then any NCCL call on them may return
  * ncclInProgress, and the caller polls ncclCommGetAsyncError before using
  * its result (NCCL's rules for non-blocking communicators). */
