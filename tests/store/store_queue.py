@@ -5,7 +5,9 @@
 # named cohort-relay (the node's relay process it would start: 0, since
 # the node agent runs the queue's relay) and the threads named
 # cohort-relay of its node's agent (the cohort-agent whose parent is this
-# task's slurmstepd). Every task prints "rank R: I items", then a store
+# task's slurmstepd). Every task prints "rank R: I items", the items its
+# commits kept (a batch leased again, after a lease ran out or as a copy at
+# the tail, is counted by the worker whose commit kept it), then a store
 # barrier still works.
 import os
 
@@ -55,9 +57,8 @@ with cohort.init() as c:
                   flush=True)
         c.barrier()
         done = 0
-        for batch in w:
-            done += len(batch)
-            w.commit()
+        for batch in w:  # the stale rule: ids another worker committed are not this one's
+            done += len(batch) - len(w.commit())
     print(f"rank {c.rank}: {done} items", flush=True)
 dist.barrier()
 dist.destroy_process_group()

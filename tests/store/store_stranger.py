@@ -4,11 +4,16 @@
 # ranks listen on (ss; those on a loopback interface from their own node,
 # the others from every node); then checks that the step's own store and a
 # collective still work. The first rank of each node writes
-# OUTDIR/stranger-RANK (a line per port tried); every rank prints
-# "step ok RANK" at the end.
+# OUTDIR/stranger-RANK (a line per port tried; "did not run" where the
+# stranger's client could not run at all); every rank prints "step ok
+# RANK" at the end. The stranger runs a copy of stranger.py in a directory
+# of the node's /tmp it can read: the checkout's own directories may be
+# closed to it (a clone under a private directory).
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -38,15 +43,17 @@ if int(os.environ["LOCAL_RANK"]) == 0:
     mine = open(f"{out}/targets-{rank}").read().split("\n")
     theirs = [t for n in os.listdir(out) if n.startswith("targets-") and n != f"targets-{rank}"
               for t in open(f"{out}/{n}").read().split("\n") if t and not t.startswith("127.")]
-    with open(f"{out}/stranger-{rank}", "w") as f:
+    with open(f"{out}/stranger-{rank}", "w") as f, tempfile.TemporaryDirectory() as public:
+        os.chmod(public, 0o755)
+        client = shutil.copy(f"{here}/stranger.py", public)
         for t in [t for t in mine if t] + theirs:
             h, p = t.split()
             began = time.monotonic()
             r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                                sys.executable, f"{here}/stranger.py", h, p],
+                                sys.executable, client, h, p], cwd=public,
                                capture_output=True, text=True, timeout=60)
             lines = [x for x in r.stdout.splitlines() if x.startswith(f"{h}:{p} ")]
-            f.write((lines[0] if lines else f"{h}:{p} refused: the client died "
+            f.write((lines[0] if lines else f"{h}:{p} did not run: the client died "
                      f"({r.stderr.strip().splitlines()[-1][:100] if r.stderr.strip() else r.returncode})")
                     + f" ({time.monotonic() - began:.1f} s)\n")
 dist.barrier()
