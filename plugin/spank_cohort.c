@@ -501,6 +501,19 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     return 0;
 }
 
+/* slurmstepd, as each task is forked: its pid, for the node agent's watch. */
+int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+{
+    (void)ac;
+    (void)av;
+    pid_t pid;
+    int local;
+    if (store.up && spank_get_item(sp, S_TASK_ID, &local) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_TASK_PID, &pid) == ESPANK_SUCCESS && local >= 0)
+        store_step_forked(&store, (uint32_t)local, pid);
+    return 0;
+}
+
 /* slurmstepd, as each task ends: after the node's last one, the step's MPS
  * daemon stops (before the step is reported complete: when srun returns, it
  * is gone). */
@@ -511,10 +524,11 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
     (void)ac;
     (void)av;
     uint32_t rank;
-    int status;
-    if (store.up && spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS &&
+    int status, task;
+    if (store.up && spank_get_item(sp, S_TASK_ID, &task) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS &&
         spank_get_item(sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
-        store_step_ended(&store, rank, status);
+        store_step_ended(&store, (uint32_t)task, rank, status);
     if (mps.up && spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local) == ESPANK_SUCCESS &&
         ++exited >= local)
         mps_step_end(&mps);

@@ -213,8 +213,14 @@ int store_step_task(spank_t sp, struct store_step *s, uint32_t local)
     return 0;
 }
 
-void store_step_ended(struct store_step *s, uint32_t rank, int status)
+void store_step_forked(struct store_step *s, uint32_t local, pid_t pid)
 {
+    agent_watch_task(s->watch, local, pid);
+}
+
+void store_step_ended(struct store_step *s, uint32_t local, uint32_t rank, int status)
+{
+    agent_watch_task_ended(s->watch, local);
     char line[48];
     int n = snprintf(line, sizeof line, "ended %u %u\n", rank, (unsigned)status);
     if (s->events_fd >= 0)
@@ -223,6 +229,8 @@ void store_step_ended(struct store_step *s, uint32_t rank, int status)
 
 void store_step_end(struct store_step *s)
 {
+    agent_watch_stop(s->watch); /* before the input closes: that is no death */
+    s->watch = NULL;
     if (s->events_fd >= 0) /* never 0: slurmstepd's, when no agent was started */
         close(s->events_fd);
     s->events_fd = -1;
@@ -235,6 +243,22 @@ void store_step_end(struct store_step *s)
     }
     s->pid = 0;
     s->up = false;
+}
+
+/* The agent's death watched, with the line its node's tasks get then. */
+static void watch_agent(struct store_step *s, const struct cohort_step *step, uint32_t n_tasks)
+{
+    char host[256], line[COHORT_ERR_LEN];
+    if (hostlist_nth(step->nodes, step->node_id, host, sizeof host) < 0)
+        snprintf(host, sizeof host, "?");
+    snprintf(line, sizeof line, "cohort: store: the node agent of node %u (%s), this task's "
+             "node, died while the step runs: this node's tasks have lost PyTorch's store "
+             "(their store calls fail from now on), and ranks that wait on the store are told "
+             "this node's ranks are gone", step->node_id, host);
+    s->watch = agent_watch_start(s->events_fd, n_tasks, line);
+    if (!s->watch)
+        slurm_error("cohort: --cohort-store: the node agent's death cannot be watched (no "
+                    "thread): its tasks would not be told of it");
 }
 
 /* The agent's record: what the job's environment says of the step. */
@@ -291,6 +315,8 @@ void store_step_start(struct store_step *s, spank_t sp, const struct plugin_args
         snprintf(s->error, sizeof s->error, "--cohort-store: out of memory");
     else
         setup(s, ma || mp, uid, gid, agent && *agent ? agent : COHORT_AGENT_PATH, &r, timeout_s);
+    if (s->up)
+        watch_agent(s, step, plan->n_tasks);
     for (size_t i = 0; i < r.n; i++)
         explicit_bzero(r.values[i], strlen(r.values[i]));
     envlist_clear(&r);

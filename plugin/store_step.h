@@ -6,7 +6,8 @@
  * MASTER_ADDR:MASTER_PORT (127.0.0.1 and the agent's port) with
  * TORCHELASTIC_USE_AGENT_STORE, so that init_process_group's env://
  * rendezvous becomes a client of the agent's, never a server on a port
- * other users can reach. */
+ * other users can reach. An agent that dies while the step runs is told
+ * to the node's tasks in one line each (agent_watch.h). */
 #ifndef COHORT_STORE_STEP_H
 #define COHORT_STORE_STEP_H
 
@@ -21,6 +22,7 @@
 #include "plan.h"
 #include "plugin_args.h"
 #include "step.h"
+#include "agent_watch.h"
 
 struct store_step {
     bool want;                 /* asked for (the job, else the site) */
@@ -28,6 +30,7 @@ struct store_step {
     pid_t pid;                 /* the agent */
     unsigned long long started;
     int events_fd;             /* the agent's standard input; -1: none */
+    struct agent_watch *watch; /* its death told to the node's tasks (agent_watch.h) */
     uint16_t port;             /* the agent's loopback port */
     char master_addr[256];     /* the step's real MASTER_ADDR, for the runtime */
     char error[COHORT_ERR_LEN]; /* asked for and not had: each task fails with it */
@@ -53,11 +56,16 @@ void store_step_start(struct store_step *s, spank_t sp, const struct plugin_args
 /* A task's variables: 0, or 1 when the task must fail with s->error. */
 int store_step_task(spank_t sp, struct store_step *s, uint32_t local);
 
-/* A task of the node ended (its global rank, its wait status). */
-void store_step_ended(struct store_step *s, uint32_t rank, int status);
+/* slurmstepd, task_post_fork: the node's task local was forked as pid
+ * (told if the agent dies while it runs). */
+void store_step_forked(struct store_step *s, uint32_t local, pid_t pid);
 
-/* The step ends on this node: the agent is told (its input closes) and
- * reaped, killed if it does not end within 2 s. */
+/* A task of the node ended (its local id, its global rank, its wait
+ * status). */
+void store_step_ended(struct store_step *s, uint32_t local, uint32_t rank, int status);
+
+/* The step ends on this node: the watch stopped, the agent told (its
+ * input closes) and reaped, killed if it does not end within 2 s. */
 void store_step_end(struct store_step *s);
 
 #endif

@@ -240,8 +240,8 @@ tests_unit_test_output_LDADD = runtime/work/libcohort_work_output.la \
 check_PROGRAMS += tests/python/layout
 TESTS += tests/store-local.sh tests/store.sh
 EXTRA_DIST += tests/store-local.sh tests/store.sh tests/store/store_ops.py tests/store/store_queue.py \
-	tests/store/store_kill.py tests/store/store_stranger.py tests/store/stranger.py \
-	tests/store/store_client.py tests/store/store_pg.py
+	tests/store/store_kill.py tests/store/store_agent_dies.py tests/store/store_stranger.py \
+	tests/store/stranger.py tests/store/store_client.py tests/store/store_pg.py
 TESTS += tests/python.sh tests/python-cluster.sh
 EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \
