@@ -9,10 +9,16 @@
 # over many rounds; a SIGSTOPped worker whose late commit loses; the
 # coordinator SIGKILLed, and the whole step SIGKILLed at once, and the step
 # rerun over the journal; offers left by
-# the dead removed by the next step; cohort-work status --watch; bad input
-# (no journal, a directory others can write, a symbolic link, one another
-# coordinator holds, a part no journal published, a rerun without output),
-# one line on every rank.
+# the dead removed by the next step; cohort-work status --watch; with the
+# coordinator stopped while an offer waits: a stranger (user nobody, with
+# fs.protected_hardlinks=0, as root) who cannot hard-link the offer, a
+# commit refused (the offer given a second link) whose only worker's close
+# fails at once, and the coordinator stopping on a part's name taken, its
+# reason in every worker's error; offers an older cohort left in the
+# directory itself, finished by the next start; bad input (no journal, a
+# directory others can write, a symbolic link, an offers' folder that is a
+# symbolic link or open to others, one another coordinator holds, a part no
+# journal published, a rerun without output), one line on every rank.
 # OUTPUT_KILL_ROUNDS (default 30) and OUTPUT_COORD_ROUNDS (default 15) set
 # the rounds; under the sanitizers (looking for memory errors: the -Werror
 # build runs every round) 10 and 5. TAP.
@@ -183,6 +189,109 @@ done
 [ $bad = 0 ]
 ok $? "5 rounds: every rank and the coordinator SIGKILLed together while parts are being published, then the step rerun: every id's results published exactly once, no offer left (${first:-all rounds right})"
 
+# --- a stopped coordinator and the offer of its one commit ----------------
+# stopped N NODES [VAR=VALUE...]: a step in the background (pid $step)
+# whose rank 0 SIGSTOPs the coordinator at its first lease (pid $coord),
+# then commits with results; returns once the coordinator is stopped and,
+# with one worker, that commit's offer is written ($offer: its path, found
+# as this user, wherever the layout puts it). The caller sends SIGCONT.
+stopped() {
+    count=$1 nodes=$2
+    shift 2
+    rm -rf "$tmp/o" && mkdir "$tmp/o"
+    env COHORT_TEST_OUT="$tmp/o" COHORT_TEST_JOURNAL="$tmp/journal" \
+        COHORT_TEST_OUTPUT="$tmp/results" COHORT_TEST_VICTIM=0 COHORT_TEST_AT=1 \
+        COHORT_TEST_DO=stop-coord "$@" "$spawn" "$count" "$nodes" -- "$check" \
+        >"$tmp/out" 2>&1 &
+    step=$!
+    polls=0 coord="" offer=""
+    until { [ -n "$coord" ] && [ "$(awk '{ print $3 }' "/proc/$coord/stat" 2>/dev/null)" = T ] &&
+            { [ "$count" != 1 ] || [ -n "$offer" ]; }; } ||
+        ! kill -0 $step 2>/dev/null || [ $polls -ge 1200 ]; do
+        polls=$((polls + 1)); sleep 0.05 # until the coordinator is stopped and the offer made
+        coord=$(sed -n 's/^rank 0: stopping the coordinator (pid \([0-9]*\))$/\1/p' "$tmp/out")
+        offer=$(find "$tmp/results" -name '.tmp-*' 2>/dev/null | head -1)
+    done
+}
+
+# A stranger's hard link to an offer: with fs.protected_hardlinks=0 any
+# user may link a file it cannot read, in a directory it can reach. Set for
+# the link alone (as root) and restored at once; the stranger is user
+# nobody; the output directory is 0755 (readers of results keep access).
+why=""
+[ "$(id -u)" = 0 ] || why="not root: cannot set fs.protected_hardlinks nor act as another user"
+[ -n "$why" ] || id nobody >/dev/null 2>&1 || why="no user nobody to act as the stranger"
+[ -n "$why" ] || command -v runuser >/dev/null || why="no runuser to act as user nobody"
+hardlinks=$(cat /proc/sys/fs/protected_hardlinks 2>/dev/null)
+[ -n "$why" ] || [ -w /proc/sys/fs/protected_hardlinks ] ||
+    why="fs.protected_hardlinks cannot be set here (/proc/sys read-only)"
+if [ -n "$why" ]; then
+    skip "a stranger cannot hard-link an offer in an output directory of mode 0755" "$why"
+else
+    fresh
+    chmod 0711 "$tmp" # the stranger may pass through to the output directory
+    mkdir -m 0755 "$tmp/results" && mkdir "$tmp/stranger" && chown nobody "$tmp/stranger"
+    stopped 1 1 COHORT_TEST_ITEMS=64 COHORT_TEST_CAP=8
+    trap 'echo "$hardlinks" >/proc/sys/fs/protected_hardlinks; rm -rf "$tmp"' EXIT
+    echo 0 >/proc/sys/fs/protected_hardlinks &&
+        runuser -u nobody -- ln "${offer:-$tmp/results/none}" "$tmp/stranger/offer" \
+            >"$tmp/ln" 2>&1
+    linked=$?
+    echo "$hardlinks" >/proc/sys/fs/protected_hardlinks
+    trap 'rm -rf "$tmp"' EXIT
+    [ -n "$coord" ] && kill -CONT "$coord"
+    wait $step
+    chmod 0700 "$tmp"
+    why=$(published 64)
+    [ -n "$offer" ] && [ $linked != 0 ] && [ -z "$why" ] && grep -q '^rank 0: ok 64 committed' "$tmp/out" &&
+        [ -z "$(ls -A "$tmp/stranger")" ] &&
+        [ "$(cat /proc/sys/fs/protected_hardlinks)" = "$hardlinks" ]
+    ok $? "a stranger (user nobody, fs.protected_hardlinks=0) cannot hard-link a worker's offer in an output directory of mode 0755; the commit publishes (ln: $(head -c 200 "$tmp/ln"); $(summary)${why:+; $why})"
+fi
+
+# A commit with results refused (its offer has a second link, the user's
+# own here): its ids go back to the queue, so that the close of the only
+# worker fails at once, naming the refusal; the lease timeout (a day) is
+# far beyond the step's deadline (SPAWN_TIMEOUT), so waiting for it fails.
+fresh
+stopped 1 1 COHORT_TEST_ITEMS=64 COHORT_TEST_CAP=8 COHORT_TEST_LEASE_TIMEOUT=86400 \
+    SPAWN_TIMEOUT=60
+ln "${offer:-$tmp/results/none}" "$tmp/second-link" 2>/dev/null
+[ -n "$coord" ] && kill -CONT "$coord"
+wait $step
+grep -q "^rank 0: FAIL: .*is not a file of this user's with one link" "$tmp/out" &&
+    grep -q "^rank 0: close: .*closed it with 64 of 64 items not done and none leased: nobody will do them.*; a commit with results was refused: .*with one link" "$tmp/out"
+ok $? "a commit with results refused (its offer has a second link): its ids go back to the queue and the only worker's close fails at once, naming the refusal ($(summary); $(grep -m1 'close:' "$tmp/out" | head -c 300))"
+
+# The coordinator stops on an output error (the name of the next part taken
+# while it was stopped): every worker's error says why, not only that the
+# coordinator is gone.
+fresh
+stopped 2 2 COHORT_TEST_ITEMS=2000 COHORT_TEST_CAP=8 COHORT_TEST_US=1000
+next=$(find "$tmp/results" -name 'part-*' | wc -l)
+: >"$tmp/results/$(printf 'part-%012d' "$next")"
+[ -n "$coord" ] && kill -CONT "$coord"
+wait $step
+[ "$(grep -c "FAIL: .*the work coordinator of queue 'q' .* stopped: output directory $tmp/results: cannot publish $(printf 'part-%012d' "$next") from .offers/.tmp-[0-9a-f]* .*File exists" "$tmp/out")" = 2 ]
+ok $? "the coordinator stops on an output error (a part's name taken): both workers' errors give its reason ($(summary); $(grep -m1 'FAIL' "$tmp/out" | head -c 300))"
+
+# Offers an older cohort left in the directory itself (before the offers'
+# folder): a part's file put back under its offer's name (as a crash after
+# the journal's sync and before the link left it) and an offer never
+# committed. The next start moves both into .offers, publishes the first
+# under its part's name and removes the second.
+fresh
+run 4 1 COHORT_TEST_ITEMS=400
+tok=$(python3 -c 'import sys; print(open(sys.argv[1], "rb").read()[24:40].hex())' \
+    "$tmp/results/part-000000000000")
+mv "$tmp/results/part-000000000000" "$tmp/results/.tmp-$tok"
+: >"$tmp/results/.tmp-0123456789abcdef0123456789abcdef"
+run 4 1 COHORT_TEST_ITEMS=400
+why=$(published 400)
+[ -z "$why" ] && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ] && [ "$(offers)" = 0 ] &&
+    [ -d "$tmp/results/.offers" ]
+ok $? "offers an older cohort left in the output directory itself (one recorded, one never committed): the next start moves them into .offers, publishes the recorded one, removes the other ($(summary)${why:+; $why}; $(offers) offers left)"
+
 # --- bad input ----------------------------------------------------------
 rm -rf "$tmp/o" && mkdir "$tmp/o"
 env COHORT_TEST_OUT="$tmp/o" COHORT_TEST_OUTPUT="$tmp/results" "$spawn" 4 1 -- "$check" \
@@ -208,6 +317,18 @@ run 4 1 COHORT_TEST_ITEMS=100
 [ "$(grep -c "FAIL: .*output directory $tmp/results: cannot be opened (a directory, not a symbolic link)" "$tmp/out")" = 4 ]
 ok $? "an output directory given as a symbolic link: refused on all 4 ranks ($(summary))"
 rm -f "$tmp/results"
+
+fresh
+mkdir "$tmp/results" "$tmp/elsewhere" && ln -s "$tmp/elsewhere" "$tmp/results/.offers"
+run 4 1 COHORT_TEST_ITEMS=100
+[ "$(grep -c "FAIL: .*output directory $tmp/results: its offers' folder .offers cannot be opened (a folder, not a symbolic link)" "$tmp/out")" = 4 ]
+ok $? "an offers' folder that is a symbolic link: refused on all 4 ranks ($(summary))"
+
+fresh
+mkdir "$tmp/results" && mkdir -m 0755 "$tmp/results/.offers"
+run 4 1 COHORT_TEST_ITEMS=100
+[ "$(grep -c "FAIL: .*output directory $tmp/results: its offers' folder .offers must be this user's alone (uid [0-9]*, mode 0700), not uid [0-9]*, mode 0755: chmod 700 $tmp/results/.offers" "$tmp/out")" = 4 ]
+ok $? "an offers' folder open to others (0755): refused on all 4 ranks, saying what to do ($(summary))"
 
 # the directory's lock held by another process (as another queue's
 # coordinator would): refused, naming its pid

@@ -42,7 +42,7 @@ int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_
     co->start_ms = net_now_ms();
     co->join_by = co->start_ms +
                   (int64_t)(coord_relay_levels(cfg) + 1) * cfg->join_timeout_s * 1000;
-    co->out_fd = co->lock_fd = -1;
+    co->out_fd = co->lock_fd = co->offers_fd = -1;
     if (gethostname(co->host, sizeof co->host - 1) < 0)
         strcpy(co->host, "?");
     if (coord_journal_open(co, err) < 0)
@@ -181,20 +181,40 @@ static int output_ids(struct coord *co, const struct wire_frame *f, uint64_t *n,
     return 0;
 }
 
+/* A commit with results refused (its offer, or ids this worker does not
+ * hold): the ids of co->ids[0..n-1] it still holds go back to the queue,
+ * each with an attempt more, as at their lease's end (it will not commit
+ * them: its call failed), so that the others take them, or the closes of
+ * a queue nobody is left to finish fail at once; why is kept for that
+ * line. */
+static void give_back(struct coord *co, uint32_t rank, size_t n, const char *why, int64_t now)
+{
+    struct cohort_err e;
+    if (sched_fail(co->s, rank, now, co->ids, n, NULL, NULL, &e) == SCHED_ENOMEM)
+        co->oom = true;
+    co->changed = true;
+    snprintf(co->refused, sizeof co->refused, "%s", why);
+}
+
 /* COMMIT_OUTPUT: all or nothing. The offered file is checked, then every
  * id must be this worker's; the commit and its part go to the journal,
  * the part is linked and the answer sent after the sync. An offer that
- * loses is removed; one that cannot be checked stays the worker's. */
+ * loses is removed; one that cannot be checked stays the worker's. A
+ * refusal (not a stale id) gives back the ids the worker holds. */
 static void settle_output(struct coord *co, uint32_t rank, const struct wire_frame *f,
                           int64_t now)
 {
     struct cohort_err e;
-    uint64_t n;
-    if (f->len <= WORK_OUTPUT_HEAD || output_ids(co, f, &n, &e) < 0 ||
-        coord_output_offer(co, f->payload, wire_get64(f->payload + 16), (size_t)n, e.msg,
-                           sizeof e.msg) < 0) {
+    uint64_t n = 0;
+    if (f->len <= WORK_OUTPUT_HEAD || output_ids(co, f, &n, &e) < 0) {
         if (f->len <= WORK_OUTPUT_HEAD)
             snprintf(e.msg, sizeof e.msg, "a commit with results without ids");
+        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+        return;
+    }
+    if (coord_output_offer(co, f->payload, wire_get64(f->payload + 16), (size_t)n, e.msg,
+                           sizeof e.msg) < 0) {
+        give_back(co, rank, (size_t)n, e.msg, now);
         coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
         return;
     }
@@ -214,6 +234,8 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     uint32_t len;
     if (verdict(co, rc, &v, &e, (size_t)n, true, &answer, &len) < 0)
         return;
+    if (rc == SCHED_EINVAL)
+        give_back(co, rank, (size_t)n, e.msg, now);
     if (rc != SCHED_OK) {
         coord_send(co, rank, WORK_VERDICT, answer, len);
         free(answer);
@@ -229,8 +251,6 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     }
     hold(co, rank, answer, len); /* answered after the sync and the link */
 }
-
-
 
 /* A drained worker's close: answered at once with the totals (the items
  * left stay queued, in the journal for the next step); anything it still

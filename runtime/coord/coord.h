@@ -43,7 +43,9 @@ void coord_attach(struct coord *co, struct net *net);
  * its connection), ranks that never came being waited for until the
  * join deadline. Returns 0 when every item is committed or set aside, 1
  * when workers left before, -1 with err on a failure of the coordinator
- * itself (the journal cannot be written, out of memory). */
+ * itself (the journal cannot be written, a part cannot be published, out
+ * of memory), which every worker still connected is told (WORK_STOPPED)
+ * before it returns. */
 int coord_run(struct coord *co, struct cohort_err *err);
 
 #endif

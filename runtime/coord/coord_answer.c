@@ -1,7 +1,9 @@
 /* coord_answer.c - what the work coordinator sends a worker
  * (coord_private.h): a frame of the queue's messages, the queue's totals,
- * and whether every item is done. Called by coord.c, coord_wake.c and
- * coord_loop.c; it calls none of them. */
+ * why it stops, and whether every item is done. Called by coord.c,
+ * coord_wake.c and coord_loop.c; it calls none of them. */
+#include <string.h>
+
 #include "coord_private.h"
 #include "net.h"
 #include "wire.h"
@@ -21,6 +23,17 @@ void coord_totals(struct coord *co, uint32_t rank, enum work_op op)
     uint8_t b[WORK_TOTALS_LEN];
     work_totals_put(&t, b);
     coord_send(co, rank, op, b, sizeof b);
+}
+
+void coord_stopped(struct coord *co, const struct cohort_err *why)
+{
+    uint8_t b[WORK_STOPPED_HEAD + COHORT_ERR_LEN];
+    size_t n = strnlen(why->msg, COHORT_ERR_LEN - 1);
+    wire_put32(b, (uint32_t)why->code);
+    memcpy(b + WORK_STOPPED_HEAD, why->msg, n);
+    for (uint32_t r = 0; r < co->cfg->size; r++)
+        if (co->w[r].on)
+            coord_send(co, r, WORK_STOPPED, b, (uint32_t)(WORK_STOPPED_HEAD + n));
 }
 
 bool coord_finished(const struct coord *co)

@@ -52,7 +52,8 @@ static int wait_ms(struct coord *co, int64_t now)
     return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
 }
 
-int coord_run(struct coord *co, struct cohort_err *err)
+/* The rounds until should_stop says (its answer), or -1 with err. */
+static int serve(struct coord *co, struct cohort_err *err)
 {
     int64_t now = net_now_ms();
     co->next_wake = now + COORD_KEEPALIVE_MS;
@@ -85,8 +86,16 @@ int coord_run(struct coord *co, struct cohort_err *err)
             co->next_progress = now + COORD_PROGRESS_MS;
         }
     }
+    return stop;
+}
+
+int coord_run(struct coord *co, struct cohort_err *err)
+{
+    int stop = serve(co, err);
+    if (stop < 0) /* every worker still here is told why, not only that it is gone */
+        coord_stopped(co, err);
     net_flush(co->net, net_now_ms() + 1000);
-    if (coord_journal_end(co, err) < 0)
+    if (stop < 0 || coord_journal_end(co, err) < 0)
         return -1;
     coord_report(co);
     return stop == 1 ? 0 : 1;

@@ -1,19 +1,28 @@
 /* coord_output.c - the work coordinator's side of published results
- * (cohort_work_commit_output): the output directory opened and checked,
- * a worker's offered part checked (a file of this user's, as long as it
- * says, never read) and recorded in the journal with its commit, then,
- * once the journal is synced, linked under its part's name; at start the
- * publications the journal holds are finished (a crash between the sync
- * and the link) and what no publication names is cleared away. The
- * coordinator renames and deletes files; it never reads or copies results.
+ * (cohort_work_commit_output): the output directory and its offers' folder
+ * (output.h) opened and checked, a worker's offered part checked (a file
+ * of this user's, as long as it says, never read) and recorded in the
+ * journal with its commit, then, once the journal is synced, linked under
+ * its part's name; at start the publications the journal holds are
+ * finished (a crash between the sync and the link) and what no
+ * publication names is cleared away. The coordinator links and deletes
+ * files; it never reads or copies results.
  *
- * Durability: the worker syncs its offer's bytes; the directory is synced
- * before the journal records the round's offers (their names survive a
- * power loss once the record does) and again after their links.
- * Publishing a part is a hard link of the offered file to its part's
- * name, then the offered name unlinked: a link never replaces a file (an
- * existing part is never overwritten, on any filesystem), and a crash
- * between the two leaves both names, which the next start tells apart. */
+ * Offers live in the offers' folder, .offers (this user's, 0700), never in
+ * the directory itself, which may be open to readers (0755): no other user
+ * can reach an offer, so none can hard-link it (with
+ * fs.protected_hardlinks=0 anyone may link a file it cannot read) and make
+ * its commit fail for two links. Offers an older cohort left in the
+ * directory are moved into the folder at start.
+ *
+ * Durability: the worker syncs its offer's bytes; the offers' folder is
+ * synced before the journal records the round's offers (their names
+ * survive a power loss once the record does), the directory after their
+ * links. Publishing a part is a hard link of the offered file to its
+ * part's name (the folder is on the directory's filesystem), then the
+ * offered name unlinked: a link never replaces a file (an existing part
+ * is never overwritten, on any filesystem), and a crash between the two
+ * leaves both names, which the next start tells apart. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +50,8 @@ static int out_fail(struct coord *co, struct cohort_err *err, const char *what, 
 /* Opens the directory (made 0700 when missing; not through a symbolic
  * link): this user's, not writable by group or others, since whoever can
  * write it can plant or remove parts; then takes its lock, so that one
- * coordinator at a time publishes there. */
+ * coordinator at a time publishes there, and opens its offers' folder
+ * (made when missing). */
 static int open_dir(struct coord *co, struct cohort_err *err)
 {
     struct stat st;
@@ -67,7 +77,8 @@ static int open_dir(struct coord *co, struct cohort_err *err)
         }
         return out_fail(co, err, "cannot be locked", e);
     }
-    return 0;
+    co->offers_fd = output_offers_open(co->out_fd, co->cfg->output, err);
+    return co->offers_fd < 0 ? -1 : 0;
 }
 
 int coord_output_replayed(struct coord *co, const struct journal_event *ev,
@@ -89,19 +100,20 @@ static int publish(struct coord *co, const struct coord_pending *p, struct cohor
     char tmp[OUTPUT_NAME_MAX], part[OUTPUT_NAME_MAX], what[320];
     output_tmp_name(p->token, tmp);
     output_part_name(p->part, part);
-    if (linkat(co->out_fd, tmp, co->out_fd, part, 0) == 0) {
-        if (unlinkat(co->out_fd, tmp, 0) < 0 && errno != ENOENT)
+    if (linkat(co->offers_fd, tmp, co->out_fd, part, 0) == 0) {
+        if (unlinkat(co->offers_fd, tmp, 0) < 0 && errno != ENOENT)
             return out_fail(co, err, "cannot remove an offered part", errno);
         return 0;
     }
     int e = errno;
-    snprintf(what, sizeof what, "cannot publish %s from %s (the journal records it%s)", part,
-             tmp, e == ENOENT ? "; the offered file is gone: removed by someone?" : "");
+    snprintf(what, sizeof what, "cannot publish %s from " OUTPUT_OFFERS "/%s (the journal "
+             "records it%s)", part, tmp,
+             e == ENOENT ? "; the offered file is gone: removed by someone?" : "");
     return out_fail(co, err, what, e);
 }
 
-/* What the directory holds, listed once at start: offers' tokens and
- * parts' numbers, sorted. */
+/* What the directory holds, listed once at start: offers' tokens (in the
+ * offers' folder) and parts' numbers, sorted. */
 struct listing {
     uint8_t (*tok)[OUTPUT_TOKEN_LEN];
     bool *used;
@@ -133,14 +145,18 @@ static int grow(void **p, size_t *cap, size_t n, size_t size)
     return 0;
 }
 
-static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
+/* The offers' tokens of folder dir_fd into l (and, with parts, the parts'
+ * numbers): 0, -1 when it cannot be listed (errno), -2 out of memory. */
+static int scan(int dir_fd, struct listing *l, bool parts)
 {
-    int fd = dup(co->out_fd);
+    int fd = dup(dir_fd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
     if (!d) {
+        int e = errno;
         if (fd >= 0)
             close(fd);
-        return out_fail(co, err, "cannot be listed", errno);
+        errno = e;
+        return -1;
     }
     struct dirent *de;
     uint8_t t[OUTPUT_TOKEN_LEN];
@@ -151,13 +167,61 @@ static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
             rc = grow((void **)&l->tok, &l->cap_tok, l->n_tok, sizeof *l->tok);
             if (rc == 0)
                 memcpy(l->tok[l->n_tok++], t, OUTPUT_TOKEN_LEN);
-        } else if (output_part_number(de->d_name, &n) == 0) {
+        } else if (parts && output_part_number(de->d_name, &n) == 0) {
             rc = grow((void **)&l->part, &l->cap_part, l->n_part, sizeof *l->part);
             if (rc == 0)
                 l->part[l->n_part++] = n;
         }
     }
     closedir(d);
+    return rc < 0 ? -2 : 0;
+}
+
+/* Whether name a in folder a_fd and name b in folder b_fd are one file. */
+static bool same_file(int a_fd, const char *a, int b_fd, const char *b)
+{
+    struct stat x, y;
+    return fstatat(a_fd, a, &x, AT_SYMLINK_NOFOLLOW) == 0 &&
+           fstatat(b_fd, b, &y, AT_SYMLINK_NOFOLLOW) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+}
+
+/* The offers an older cohort left in the directory itself (l's tokens),
+ * moved into the offers' folder: each linked there, the folder synced,
+ * then each old name removed (a crash in between leaves two names of one
+ * file, which the next start moves again). */
+static int move_old_offers(struct coord *co, const struct listing *l, struct cohort_err *err)
+{
+    char name[OUTPUT_NAME_MAX];
+    for (size_t i = 0; i < l->n_tok; i++) {
+        output_tmp_name(l->tok[i], name);
+        int e = linkat(co->out_fd, name, co->offers_fd, name, 0) < 0 ? errno : 0;
+        if (e && !(e == EEXIST && same_file(co->out_fd, name, co->offers_fd, name)))
+            return out_fail(co, err, "cannot move an offer of an older cohort into "
+                            OUTPUT_OFFERS, e);
+    }
+    if (l->n_tok && fsync(co->offers_fd) < 0)
+        return out_fail(co, err, "cannot be synced", errno);
+    for (size_t i = 0; i < l->n_tok; i++) {
+        output_tmp_name(l->tok[i], name);
+        if (unlinkat(co->out_fd, name, 0) < 0 && errno != ENOENT)
+            return out_fail(co, err, "cannot remove an offer of an older cohort", errno);
+    }
+    return 0;
+}
+
+/* The parts (and old offers, moved) of the directory, then the offers of
+ * its folder. */
+static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
+{
+    int rc = scan(co->out_fd, l, true);
+    if (rc == 0 && move_old_offers(co, l, err) < 0)
+        return -1;
+    l->n_tok = 0;
+    if (rc == 0)
+        rc = scan(co->offers_fd, l, false);
+    if (rc == -1)
+        return out_fail(co, err, "cannot be listed", errno);
     if (rc < 0 || !(l->used = calloc(l->n_tok + 1, sizeof *l->used)))
         return cohort_fail(err, "out of memory listing output directory %s", co->cfg->output);
     if (l->n_tok) /* never a null array, even for none */
@@ -165,15 +229,6 @@ static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
     if (l->n_part)
         qsort(l->part, l->n_part, sizeof *l->part, cmp_u64);
     return 0;
-}
-
-/* Whether two names of the directory are one file. */
-static bool same_file(struct coord *co, const char *a, const char *b)
-{
-    struct stat x, y;
-    return fstatat(co->out_fd, a, &x, AT_SYMLINK_NOFOLLOW) == 0 &&
-           fstatat(co->out_fd, b, &y, AT_SYMLINK_NOFOLLOW) == 0 && x.st_dev == y.st_dev &&
-           x.st_ino == y.st_ino;
 }
 
 /* A recorded publication at start: offered and not linked (a crash after
@@ -194,13 +249,14 @@ static int finish(struct coord *co, struct listing *l, const struct coord_pendin
         l->used[t - l->tok] = true;
     if (t && !linked)
         return publish(co, p, err);
-    if (t && same_file(co, tmp, part))
-        return unlinkat(co->out_fd, tmp, 0) < 0 ? out_fail(co, err, "cannot remove an offer",
-                                                           errno) : 0;
+    if (t && same_file(co->offers_fd, tmp, co->out_fd, part))
+        return unlinkat(co->offers_fd, tmp, 0) < 0 ? out_fail(co, err, "cannot remove an offer",
+                                                              errno) : 0;
     if (linked && !t)
         return 0;
     snprintf(what, sizeof what, "%s, which the journal of queue '%s' records as published "
-             "from %s, %s: move the directory and the journal away to start the queue afresh",
+             "from " OUTPUT_OFFERS "/%s, %s: move the directory and the journal away to start "
+             "the queue afresh",
              part, co->cfg->name, tmp, t ? "is another file" : "is missing, and so is the offer");
     return out_fail(co, err, what, 0);
 }
@@ -214,7 +270,7 @@ static int clear(struct coord *co, const struct listing *l, struct cohort_err *e
     char name[OUTPUT_NAME_MAX];
     for (size_t i = 0; i < l->n_tok; i++) {
         output_tmp_name(l->tok[i], name);
-        if (!l->used[i] && unlinkat(co->out_fd, name, 0) < 0 && errno != ENOENT)
+        if (!l->used[i] && unlinkat(co->offers_fd, name, 0) < 0 && errno != ENOENT)
             return out_fail(co, err, "cannot remove an offer never committed", errno);
     }
     if (l->n_part && l->part[l->n_part - 1] >= co->next_part) {
@@ -229,7 +285,7 @@ static int clear(struct coord *co, const struct listing *l, struct cohort_err *e
 
 int coord_output_open(struct coord *co, struct cohort_err *err)
 {
-    co->out_fd = co->lock_fd = -1;
+    co->out_fd = co->lock_fd = co->offers_fd = -1;
     if (!co->cfg->output[0] && co->n_pend)
         return cohort_fail_code(err, COHORT_E_CONFIG,
                                 "journal %s records results published in an output directory: "
@@ -247,7 +303,7 @@ int coord_output_open(struct coord *co, struct cohort_err *err)
     free(l.used);
     free(l.part);
     co->n_pend = 0;
-    if (rc == 0 && fsync(co->out_fd) < 0)
+    if (rc == 0 && (fsync(co->offers_fd) < 0 || fsync(co->out_fd) < 0))
         rc = out_fail(co, err, "cannot be synced", errno);
     return rc;
 }
@@ -259,16 +315,16 @@ static int offered(struct coord *co, const uint8_t *token, uint64_t size, char *
     char tmp[OUTPUT_NAME_MAX];
     struct stat st;
     output_tmp_name(token, tmp);
-    if (fstatat(co->out_fd, tmp, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        snprintf(why, len, "the coordinator (on %s) finds no file %s in %s (%s): the output "
-                 "directory must be on a filesystem every node of the step sees",
-                 co->host, tmp, co->cfg->output, strerror(errno));
+    if (fstatat(co->offers_fd, tmp, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        snprintf(why, len, "the coordinator (on %s) finds no file %s in %s/" OUTPUT_OFFERS
+                 " (%s): the output directory must be on a filesystem every node of the step "
+                 "sees", co->host, tmp, co->cfg->output, strerror(errno));
     else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1)
-        snprintf(why, len, "%s in %s is not a file of this user's with one link", tmp,
-                 co->cfg->output);
+        snprintf(why, len, "%s in %s/" OUTPUT_OFFERS " is not a file of this user's with one "
+                 "link", tmp, co->cfg->output);
     else if ((uint64_t)st.st_size != size)
-        snprintf(why, len, "%s in %s holds %lld bytes, not the %" PRIu64 " offered", tmp,
-                 co->cfg->output, (long long)st.st_size, size);
+        snprintf(why, len, "%s in %s/" OUTPUT_OFFERS " holds %lld bytes, not the %" PRIu64
+                 " offered", tmp, co->cfg->output, (long long)st.st_size, size);
     else
         return 0;
     return -1;
@@ -278,8 +334,8 @@ void coord_output_discard(struct coord *co, const uint8_t *token)
 {
     char tmp[OUTPUT_NAME_MAX];
     output_tmp_name(token, tmp);
-    if (co->out_fd >= 0)
-        (void)unlinkat(co->out_fd, tmp, 0);
+    if (co->offers_fd >= 0)
+        (void)unlinkat(co->offers_fd, tmp, 0);
 }
 
 int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len, size_t n,
@@ -311,7 +367,7 @@ int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token)
 
 int coord_output_durable(struct coord *co, struct cohort_err *err)
 {
-    if (co->n_pend && fsync(co->out_fd) < 0)
+    if (co->n_pend && fsync(co->offers_fd) < 0)
         return out_fail(co, err, "cannot be synced", errno);
     return 0;
 }
@@ -332,9 +388,11 @@ void coord_output_close(struct coord *co)
 {
     if (co->lock_fd >= 0)
         close(co->lock_fd);
+    if (co->offers_fd >= 0)
+        close(co->offers_fd);
     if (co->out_fd >= 0)
         close(co->out_fd);
-    co->out_fd = co->lock_fd = -1;
+    co->out_fd = co->lock_fd = co->offers_fd = -1;
     free(co->pend);
     co->pend = NULL;
 }

@@ -55,6 +55,7 @@ struct coord {
     int64_t next_record;    /* when they are recorded next (if changed) */
     int out_fd;             /* the output directory; -1: none */
     int lock_fd;            /* its .lock, locked while this coordinator runs; -1 */
+    int offers_fd;          /* its offers' folder (output.h); -1 */
     uint64_t next_part;     /* the number the next published part gets */
     struct coord_pending *pend; /* recorded, to be linked after the sync */
     size_t n_pend, cap_pend;
@@ -63,6 +64,7 @@ struct coord {
     uint32_t came;          /* workers that connected at least once */
     uint32_t drained;       /* workers that closed drained */
     uint64_t published;     /* parts published by this coordinator */
+    char refused[COHORT_ERR_LEN]; /* why the last commit with results was refused; "" */
     bool changed;           /* items came back or finished: held leases may go */
     uint32_t *ring;         /* held leases, oldest first: ring_len from ring_head */
     size_t ring_head, ring_len;
@@ -77,10 +79,12 @@ struct coord {
 };
 
 /* coord_answer.c: a frame of op to rank (none when it is gone), the
- * queue's totals as op (WORK_TOTALS, WORK_CLOSED), whether every item is
- * committed or set aside. */
+ * queue's totals as op (WORK_TOTALS, WORK_CLOSED), why the coordinator
+ * stops (WORK_STOPPED with why's code and sentence, to every worker still
+ * connected), whether every item is committed or set aside. */
 void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len);
 void coord_totals(struct coord *co, uint32_t rank, enum work_op op);
+void coord_stopped(struct coord *co, const struct cohort_err *why);
 bool coord_finished(const struct coord *co);
 
 

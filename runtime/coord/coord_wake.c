@@ -119,17 +119,22 @@ static bool stranded(const struct coord *co, const struct sched_status *st)
     return true;
 }
 
-/* Every closing worker of a stranded queue is told why its close fails. */
+/* Every closing worker of a stranded queue is told why its close fails,
+ * and why the last commit with results was refused, if one was (its ids
+ * went back to the queue). */
 static void refuse_closes(struct coord *co, const struct sched_status *st)
 {
-    char msg[320];
+    char msg[320 + sizeof co->refused];
     int len = snprintf(msg, sizeof msg,
                        "every worker left in queue '%s' closed it with %llu of %llu items not "
                        "done and none leased: nobody will do them (rerun the step with the "
-                       "same journal to resume)",
+                       "same journal to resume)%s%s",
                        co->cfg->name,
                        (unsigned long long)(st->total - st->committed - st->set_aside),
-                       (unsigned long long)st->total);
+                       (unsigned long long)st->total,
+                       co->refused[0] ? "; a commit with results was refused: " : "",
+                       co->refused);
+    len = len < (int)sizeof msg ? len : (int)sizeof msg - 1;
     for (uint32_t r = 0; r < co->cfg->size; r++)
         if (co->w[r].on && co->w[r].closing && !co->w[r].closed_ok) {
             coord_send(co, r, WORK_ERROR, msg, (uint32_t)len);

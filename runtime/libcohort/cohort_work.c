@@ -157,8 +157,8 @@ static void work_free(struct cohort_work *w)
     if (!w)
         return;
     coord_link_free(&w->link);
-    if (w->out_fd >= 0)
-        close(w->out_fd);
+    if (w->offers_fd >= 0)
+        close(w->offers_fd);
     free(w->output);
     free(w->ids);
     free(w->spans);
@@ -181,7 +181,7 @@ int cohort_work_open(struct cohort *c, const char *name, uint64_t n_items,
         return -1;
     struct cohort_work *w = calloc(1, sizeof *w);
     if (w)
-        w->out_fd = -1;
+        w->offers_fd = -1;
     if (!w || !(w->spans = malloc((size_t)WORK_SPAN_LEN * WORK_LEASE_MAX))) {
         work_free(w);
         return cohort_internal_fail(c, COHORT_ERR_RESOURCE, "cohort: out of memory");

@@ -2,7 +2,7 @@
  * (cohort_work.h): lease, commit, fail, extend, status, each one request
  * to the coordinator and its answer over the authenticated connection,
  * with a deadline on the coordinator's silence and one line when it is
- * gone. Opening and closing are in cohort_work.c. */
+ * gone (its own reason when it stopped on an error and said so). Opening and closing are in cohort_work.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,22 @@ static int gone(struct cohort_work *w, const char *func)
                    : "the queue's progress is lost (open it with a journal to resume a rerun)");
 }
 
+/* The coordinator stopped on an error and said why (STOPPED, sent before
+ * it exited): this call fails with its sentence, every later one at once. */
+static int stopped(struct cohort_work *w, const char *func, struct wire_frame *f)
+{
+    uint32_t code = f->len >= WORK_STOPPED_HEAD ? wire_get32(f->payload) : 0;
+    uint32_t n = f->len > WORK_STOPPED_HEAD ? f->len - WORK_STOPPED_HEAD : 0;
+    w->gone = true;
+    int rc = cohort_internal_fail(
+        w->c, code > 0 && code <= COHORT_E_MAX ? (int)code : COHORT_ERR_PEER_LOST,
+        "cohort: %s: the work coordinator of queue '%s' (%s) stopped: %.*s", func, w->name,
+        w->link.where, n < COHORT_ERR_LEN ? (int)n : COHORT_ERR_LEN,
+        (const char *)f->payload + WORK_STOPPED_HEAD);
+    conn_consume(&w->link.conn->c, f);
+    return rc;
+}
+
 /* Waits for the next frame from the coordinator, at most w->link.timeout_s. */
 static int next_frame(struct cohort_work *w, const char *func, struct wire_frame *f)
 {
@@ -31,6 +47,8 @@ static int next_frame(struct cohort_work *w, const char *func, struct wire_frame
     for (;;) {
         struct cohort_err e;
         int got = coord_link_next(&w->link, f, &e);
+        if (got > 0 && f->type == WIRE_WORK && f->flags == WORK_STOPPED)
+            return stopped(w, func, f);
         if (got > 0 && f->type == WIRE_WORK)
             return 0;
         if (got != 0) {

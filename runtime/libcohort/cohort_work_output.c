@@ -1,6 +1,8 @@
 /* cohort_work_output.c - a worker's commit with results
  * (cohort_work_commit_output): the results written by this worker as an
- * offered part in the queue's output directory (output.h) and synced,
+ * offered part in the offers' folder of the queue's output directory
+ * (output.h: .offers, this user's alone, so that no other user can reach
+ * an offer, nor hard-link it) and synced,
  * then offered to the coordinator with the ids, all or nothing. The
  * coordinator links the part under its name once the commit is durable,
  * or removes the offer when it lost; a worker that cannot tell (the
@@ -71,26 +73,34 @@ static int write_fail(struct cohort_work *w, const char *func, const char *what,
                                 w->name, what, w->output, strerror(e));
 }
 
-/* The output directory, opened at the first commit with results as the
- * coordinator opened it: not through a symbolic link, this user's, not
- * writable by group or others. 0, or -1 with the error. */
-static int open_dir(struct cohort_work *w, const char *func)
+/* The output directory's offers' folder, opened at the first commit with
+ * results as the coordinator opened it: the directory not through a
+ * symbolic link, this user's, not writable by group or others; the folder
+ * made when missing and checked (output_offers_open). 0, or -1 with the
+ * error. */
+static int open_offers(struct cohort_work *w, const char *func)
 {
     struct stat st;
-    if (w->out_fd >= 0)
+    struct cohort_err e;
+    if (w->offers_fd >= 0)
         return 0;
-    w->out_fd = open(w->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (w->out_fd < 0)
+    int fd = open(w->output, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
         return write_fail(w, func, "open the directory (not a symbolic link) for", errno);
-    if (fstat(w->out_fd, &st) == 0 && st.st_uid == geteuid() && !(st.st_mode & 022))
-        return 0;
-    close(w->out_fd);
-    w->out_fd = -1;
-    return cohort_internal_fail(w->c, COHORT_ERR_CONFIG,
-                                "cohort: %s: queue '%s': output directory %s belongs to another "
-                                "user or is writable by its group or others (here: not on a "
-                                "filesystem every node sees?)",
-                                func, w->name, w->output);
+    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        close(fd);
+        return cohort_internal_fail(w->c, COHORT_ERR_CONFIG,
+                                    "cohort: %s: queue '%s': output directory %s belongs to "
+                                    "another user or is writable by its group or others (here: "
+                                    "not on a filesystem every node sees?)",
+                                    func, w->name, w->output);
+    }
+    w->offers_fd = output_offers_open(fd, w->output, &e);
+    close(fd);
+    if (w->offers_fd < 0)
+        return cohort_internal_fail(w->c, COHORT_ERR_CONFIG, "cohort: %s: queue '%s': %s", func,
+                                    w->name, e.msg);
+    return 0;
 }
 
 /* A fresh random token. 0, or -1 with the error. */
@@ -112,7 +122,7 @@ static int offer_file(struct cohort_work *w, const char *func, const uint8_t *he
 {
     char name[OUTPUT_NAME_MAX];
     output_tmp_name(token, name);
-    int fd = openat(w->out_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(w->offers_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return write_fail(w, func, "create a file for", errno);
     int e = write_all(fd, head, head_len) < 0 || write_all(fd, data, len) < 0 ||
@@ -121,7 +131,7 @@ static int offer_file(struct cohort_work *w, const char *func, const uint8_t *he
         e = errno;
     if (!e)
         return 0;
-    unlinkat(w->out_fd, name, 0);
+    unlinkat(w->offers_fd, name, 0);
     return write_fail(w, func, "write", e);
 }
 
@@ -156,7 +166,7 @@ static int commit_output(struct cohort_work *w, const char *func, const uint64_t
         return work_call(w, func, WORK_COMMIT_OUTPUT, NULL, 0, NULL); /* says why */
     size_t spans = 0, head_len;
     uint8_t token[OUTPUT_TOKEN_LEN], *head;
-    if (sorted(w, func, ids, n, &spans) < 0 || open_dir(w, func) < 0 || draw(w, func, token) < 0)
+    if (sorted(w, func, ids, n, &spans) < 0 || open_offers(w, func) < 0 || draw(w, func, token) < 0)
         return -1;
     head_len = output_head_len((uint32_t)spans);
     if (!(head = malloc(head_len)))
@@ -173,7 +183,7 @@ static int commit_output(struct cohort_work *w, const char *func, const uint64_t
     char name[OUTPUT_NAME_MAX];
     output_tmp_name(token, name);
     if (!req) {
-        unlinkat(w->out_fd, name, 0);
+        unlinkat(w->offers_fd, name, 0);
         return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory",
                                     func);
     }
@@ -182,7 +192,7 @@ static int commit_output(struct cohort_work *w, const char *func, const uint64_t
     if (rc < 0)
         return -1; /* the offer may have been taken: the next step settles it */
     if (f.flags == WORK_ERROR) /* refused before any commit: the offer is this worker's */
-        unlinkat(w->out_fd, name, 0);
+        unlinkat(w->offers_fd, name, 0);
     return work_verdict(w, func, &f);
 }
 

@@ -24,7 +24,8 @@ struct cohort_work {
     size_t n_stale, stale_cap;
     uint64_t n_items;
     char *output;             /* the results' directory, or NULL */
-    int out_fd;               /* it, opened at the first commit with results; -1 */
+    int offers_fd;            /* its offers' folder (output.h), opened at the first
+                               * commit with results; -1 */
     uint64_t *ids;            /* a commit with results' ids, sorted */
     bool journal;             /* for messages: whether a rerun resumes */
     bool gone;                /* the coordinator is gone: every call fails at once */

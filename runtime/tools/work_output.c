@@ -30,7 +30,8 @@ struct part {
 struct listing {
     struct part *p;
     size_t n, cap;
-    size_t offers;    /* .tmp- files: offers not (yet) published */
+    size_t offers;    /* .tmp- files in .offers (or left by an older cohort in the
+                       * directory itself): offers not (yet) published */
     json_t *problems; /* strings */
     uint64_t ids, bytes;
     uint64_t journaled; /* ids the journal's publications hold */
@@ -144,7 +145,15 @@ static int gather(struct listing *l, const char *dir)
         if (read_part(l, dfd, de->d_name, &pt) == 0)
             l->p[l->n++] = pt;
     }
+    int ofd = openat(dirfd(d), OUTPUT_OFFERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     closedir(d);
+    DIR *od = ofd >= 0 ? fdopendir(ofd) : NULL;
+    while (od && (de = readdir(od)))
+        l->offers += !strncmp(de->d_name, OUTPUT_TMP_PREFIX, strlen(OUTPUT_TMP_PREFIX));
+    if (od)
+        closedir(od);
+    else if (ofd >= 0)
+        close(ofd);
     if (l->n) /* never a null array, even for none */
         qsort(l->p, l->n, sizeof *l->p, by_number);
     return 0;

@@ -1,11 +1,15 @@
-/* output.c - a published part's bytes and the output directory's names
- * (see output.h). */
+/* output.c - a published part's bytes, the output directory's names and
+ * its offers' folder, made and checked (see output.h). */
 #include "output.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -136,4 +140,35 @@ int output_tmp_token(const char *name, uint8_t token[OUTPUT_TOKEN_LEN])
         token[i / 2] = (uint8_t)(i % 2 ? token[i / 2] | v : v << 4);
     }
     return 0;
+}
+
+int output_offers_open(int dir_fd, const char *dir, struct cohort_err *err)
+{
+    struct stat st, top;
+    if (mkdirat(dir_fd, OUTPUT_OFFERS, 0700) < 0 && errno != EEXIST)
+        return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
+                                OUTPUT_OFFERS " cannot be made: %s", dir, strerror(errno));
+    int fd = openat(dir_fd, OUTPUT_OFFERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
+                                OUTPUT_OFFERS " cannot be opened (a folder, not a symbolic "
+                                "link): %s: move it away", dir, strerror(errno));
+    int e = fstat(fd, &st) < 0 || fstat(dir_fd, &top) < 0 ? errno : 0;
+    if (!e && st.st_uid == geteuid() && (st.st_mode & 077) == 0 && st.st_dev == top.st_dev)
+        return fd;
+    close(fd);
+    if (e)
+        return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
+                                OUTPUT_OFFERS " cannot be read: %s", dir, strerror(e));
+    if (st.st_uid == geteuid() && (st.st_mode & 077) == 0)
+        return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
+                                OUTPUT_OFFERS " is on another filesystem (a mount point?): a "
+                                "part is published as a hard link of its offer, so both must "
+                                "be on one filesystem", dir);
+    return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
+                            OUTPUT_OFFERS " must be this user's alone (uid %u, mode 0700), not "
+                            "uid %u, mode %04o: chmod 700 %s/" OUTPUT_OFFERS " if it is yours, "
+                            "else move it away",
+                            dir, (unsigned)geteuid(), (unsigned)st.st_uid,
+                            (unsigned)(st.st_mode & 07777), dir);
 }

@@ -7,12 +7,17 @@
  * The directory (one queue's, on a filesystem every node sees):
  *   part-NNNNNNNNNNNN   a published part: NNNNNNNNNNNN its number (12
  *                       decimal digits, from 0, in the order of publication)
- *   .tmp-HHHH...        a part being written or offered (32 hex digits: a
+ *   .offers/            the offers' folder: this user's, mode 0700, on the
+ *                       directory's filesystem (a part is published by a hard
+ *                       link from its offer), so that no other user can reach
+ *                       an offer, nor link it, whatever the directory's mode
+ *   .offers/.tmp-HHHH...  a part being written or offered (32 hex digits: a
  *                       random token of the worker's); never read as a part
- *
  *   .lock               held (a POSIX lock) by the coordinator that serves the
  *                       directory's queue: one at a time
- * Nothing else is cohort's.
+ * Nothing else is cohort's. (An older cohort wrote its offers, .tmp-HHHH...,
+ * in the directory itself; the coordinator moves any it finds into .offers
+ * at its start.)
  *
  * A part file (every integer big-endian):
  *   "COHORTO1", kind (u32: 0 bytes, 1 a Python pickle, others the program's),
@@ -38,6 +43,7 @@
 #define OUTPUT_PART_PREFIX "part-"
 #define OUTPUT_NAME_MAX 48         /* a name's bytes with its NUL, at most */
 #define OUTPUT_PART_MAX UINT64_C(999999999999)
+#define OUTPUT_OFFERS ".offers"    /* the offers' folder, in the directory */
 
 /* Bytes of a part's head (all but its data) with n spans. */
 size_t output_head_len(uint32_t n_spans);
@@ -72,5 +78,14 @@ void output_part_name(uint64_t part, char out[OUTPUT_NAME_MAX]);
 int output_part_number(const char *name, uint64_t *part);
 /* An offer's token: 0 with token for an offer's name, else -1. */
 int output_tmp_token(const char *name, uint8_t token[OUTPUT_TOKEN_LEN]);
+
+/* The offers' folder of the output directory open as dir_fd (named dir in
+ * messages): made 0700 when missing (mkdirat), then opened without
+ * following a symbolic link and checked to be a folder of this user's,
+ * of mode 0700 (nothing for group or others), on dir_fd's filesystem. Its
+ * descriptor (close-on-exec), or -1 with err's one line (COHORT_E_CONFIG)
+ * naming what is wrong and what to do. The worker that writes an offer and
+ * the coordinator that publishes it both call it. */
+int output_offers_open(int dir_fd, const char *dir, struct cohort_err *err);
 
 #endif

@@ -20,6 +20,11 @@
  *   CLOSE   nothing, or            CLOSED  the same totals, once every item is done
  *           DRAIN (u8)                     (drained: at once)
  *                                  ERROR   one sentence: this worker's call failed
+ *                                  STOPPED code (u32: an enum cohort_err_code),
+ *                                          one sentence: the coordinator stops on
+ *                                          an error and says why, unasked, to every
+ *                                          worker before it exits (the answer to
+ *                                          whatever call is waiting, or the next)
  *
  * Ids travel as spans (lo, hi): the runs of consecutive ids in the order
  * the caller gave them, so a lease of a million fresh ids is 16 bytes. */
@@ -47,11 +52,13 @@ enum work_op {
     WORK_TOTALS,
     WORK_CLOSED,
     WORK_ERROR,
+    WORK_STOPPED,
 };
 
 #define WORK_SPAN_LEN 16 /* two big-endian u64 */
 #define WORK_CLOSE_DRAIN 1 /* a CLOSE's payload: the worker drained, answer at once */
 #define WORK_OUTPUT_HEAD 28 /* COMMIT_OUTPUT before its spans: token 16, length 8, kind 4 */
+#define WORK_STOPPED_HEAD 4 /* STOPPED before its sentence: the code */
 #define WORK_LEASE_MAX (1u << 20) /* ids in one lease, commit or failure at most */
 
 struct work_totals {

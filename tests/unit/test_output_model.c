@@ -5,9 +5,13 @@
  *
  * Two workers, A and B, hold the same ids (a tail copy: the first commit
  * wins) and each offers its results. The model's steps are the code's:
- * a worker writes its offer (.tmp-TOKEN) and sends it; the coordinator
- * takes an offer (the ids still uncommitted: commit in memory and record
- * it in the journal's buffer; else remove the offer and answer stale),
+ * a worker writes its offer (.offers/.tmp-TOKEN: in the offers' folder,
+ * this user's, 0700) and sends it; a stranger (another user, with
+ * fs.protected_hardlinks=0) may hard-link any offer it can reach, which
+ * is none in that folder; the coordinator takes an offer (one with a
+ * stranger's second link is refused: its ids go back, its worker removes
+ * it; else, the ids still uncommitted: commit in memory and record it in
+ * the journal's buffer; else remove the offer and answer stale),
  * syncs the journal (group commit: whatever is buffered), links each
  * synced part to part-N, unlinks its offer, answers. Any worker may die
  * after any step; the coordinator may die after any step, losing its
@@ -17,11 +21,21 @@
  * worker does the ids left. Every interleaving is explored. In each end
  * state: the ids' results are in exactly one part, that part is the one
  * the journal records, its bytes are the offer of the worker whose commit
- * won, and no offer is left.
+ * won, no offer is left, and no commit was refused for a stranger's link.
  *
- * The same search over two broken variants (the part linked before the
+ * A second search starts from what an older cohort, which wrote its
+ * offers in the output directory itself, may have left at a crash (an
+ * offer there, recorded or not, linked to its part or not): the start
+ * moves it into the offers' folder (a link there, the folder synced, the
+ * old name removed), then finishes as above, and may crash after any step
+ * and start again. In each end state the recorded results are in their
+ * part and no offer is left, anywhere.
+ *
+ * The same searches over broken variants (the part linked before the
  * journal's sync; a worker removing its offer when the coordinator goes
- * away) must find a violation: the check can fail. */
+ * away; offers written in the directory itself, where the stranger
+ * reaches them; a start that looks for offers in the folder alone) must
+ * find a violation: the check can fail. */
 #include <stdio.h>
 #include <string.h>
 
@@ -48,9 +62,12 @@ struct state {
     /* the workers */
     int stage[NW];            /* 0 nothing, 1 offer written, 2 sent, 3 answered */
     int dead[NW];
+    /* the stranger */
+    unsigned char held[NW]; /* it holds a second link to the offer of worker w */
+    int refused;              /* a commit was refused for its link */
 };
 
-enum variant { SOUND, LINK_BEFORE_SYNC, WORKER_REMOVES };
+enum variant { SOUND, LINK_BEFORE_SYNC, WORKER_REMOVES, OFFERS_AT_TOP, OLD_OFFERS_IGNORED };
 
 static enum variant variant;
 static long ends, violations;
@@ -99,6 +116,8 @@ static void finish(struct state s)
     for (int w = 0; w < NW; w++)
         if (s.tmp[w])
             violation("an offer left behind");
+    if (s.refused)
+        violation("a commit refused for a stranger's hard link to its offer");
 }
 
 static void explore(struct state s);
@@ -111,7 +130,13 @@ static void coordinator(const struct state *s)
         t = *s;
         int w = t.inbox[0];
         memmove(t.inbox, t.inbox + 1, sizeof t.inbox[0] * (size_t)--t.n_inbox);
-        if (!t.committed) {
+        if (t.held[w]) { /* two links: refused, the ids back, the offer its worker's */
+            t.refused = 1;
+            if (!t.dead[w]) {
+                t.tmp[w] = 0;
+                t.stage[w] = 3;
+            }
+        } else if (!t.committed) {
             t.committed = 1;
             t.buf[t.n_buf++] = (signed char)w;
             if (variant == LINK_BEFORE_SYNC)
@@ -179,6 +204,12 @@ static void explore(struct state s)
             explore(t), moved = 1;
         }
     }
+    for (int w = A; w <= B; w++) /* the stranger links an offer it reaches */
+        if (variant == OFFERS_AT_TOP && s.tmp[w] && !s.held[w]) {
+            struct state t = s;
+            t.held[w] = 1;
+            explore(t), moved = 1;
+        }
     if (s.alive) {
         coordinator(&s);
         moved = 1;
@@ -202,6 +233,74 @@ static long search(enum variant v, char *first, size_t len)
     return violations;
 }
 
+/* The second search's state: the offer an older cohort left, by its
+ * names, its part and the journal's record, and the start's progress. */
+struct old {
+    int top, folder, part, recorded; /* the offer's names, its part, its record */
+    int step, crashes;               /* the start's next step, crashes so far */
+};
+
+static void old_end(const struct old *o)
+{
+    ends++;
+    if (o->recorded && !o->part)
+        violation("a recorded part left unpublished (its offer not found)");
+    else if (!o->recorded && o->part)
+        violation("a part the journal does not record");
+    else if (o->top || o->folder)
+        violation("an offer left behind");
+}
+
+/* The start's next step, then (at most twice) a crash after it and the
+ * start again from its first step. */
+static void old_explore(struct old o)
+{
+    struct old t = o;
+    switch (o.step) {
+    case 0: /* the old offer linked into the folder */
+        t.folder |= variant != OLD_OFFERS_IGNORED && t.top;
+        break;
+    case 1: /* the folder synced, the old name removed */
+        t.top = variant == OLD_OFFERS_IGNORED && t.top;
+        break;
+    case 2: /* a recorded publication finished: its part linked from the folder */
+        if (t.recorded && !t.part && !t.folder) {
+            ends++; /* the start refuses: an end */
+            violation("a recorded part whose offer is gone: results lost");
+            return;
+        }
+        t.part |= t.recorded;
+        break;
+    case 3: /* the offer's name in the folder removed (published, or never committed) */
+        t.folder = 0;
+        break;
+    default:
+        old_end(&o);
+        return;
+    }
+    t.step++;
+    old_explore(t);
+    if (t.crashes < 2) {
+        t.step = 0;
+        t.crashes++;
+        old_explore(t);
+    }
+}
+
+static long old_search(enum variant v, char *first, size_t len)
+{
+    static const struct old left[] = { /* an offer at the top: unrecorded; recorded;
+                                        * recorded and linked to its part */
+        {.top = 1}, {.top = 1, .recorded = 1}, {.top = 1, .recorded = 1, .part = 1}};
+    variant = v;
+    ends = violations = 0;
+    first_violation[0] = 0;
+    for (size_t i = 0; i < sizeof left / sizeof left[0]; i++)
+        old_explore(left[i]);
+    snprintf(first, len, "%s", first_violation);
+    return violations;
+}
+
 int main(void)
 {
     char first[200];
@@ -217,5 +316,17 @@ int main(void)
     bad = search(WORKER_REMOVES, first, sizeof first);
     ok(bad > 0, "the model finds the fault of a worker removing its offer when the "
        "coordinator goes away (%ld of %ld end states: %s)", bad, ends, first);
+    bad = search(OFFERS_AT_TOP, first, sizeof first);
+    ok(bad > 0, "the model finds the fault of offers written in the output directory itself, "
+       "where a stranger can hard-link them (%ld of %ld end states: %s)", bad, ends, first);
+    bad = old_search(SOUND, first, sizeof first);
+    ok(bad == 0 && ends > 10,
+       "an offer an older cohort left in the directory itself (unrecorded, recorded, "
+       "recorded and linked), moved into the offers' folder at start with up to two crashes "
+       "after any step: the recorded results in their part, no offer left (%ld end states, "
+       "%ld violations%s%s)", ends, bad, bad ? ": " : "", first);
+    bad = old_search(OLD_OFFERS_IGNORED, first, sizeof first);
+    ok(bad > 0, "the model finds the fault of a start that looks for offers in the folder "
+       "alone (%ld of %ld end states: %s)", bad, ends, first);
     return tap_done();
 }

@@ -8,7 +8,9 @@
  * is appended as a line to $COHORT_TEST_OUT/committed.R, every id it was
  * leased to $COHORT_TEST_OUT/leased.R, with write(2) as it happens (for a
  * commit that returned COHORT_WORK_STALE, its ids but the stale ones). Prints
- * "rank R: ok N committed, S stale" or "rank R: FAIL: <cohort_error()>".
+ * "rank R: ok N committed, S stale" or "rank R: FAIL: <cohort_error()>" (and,
+ * when a call failed and the close after it fails too, "rank R: close:
+ * <cohort_error()>").
  *
  * COHORT_TEST_JOURNAL: the queue's journal. COHORT_TEST_LEASE_TIMEOUT and
  * COHORT_TEST_MAX_ATTEMPTS: its lease_timeout_s and max_attempts.
@@ -324,7 +326,8 @@ static int run(struct cohort_work *w, struct cohort *c, const pid_t *pids)
         raise(SIGKILL); /* the queue ended first: dies at its close instead */
     if (n < 0) {
         printf("rank %d: FAIL: %s\n", rank, cohort_error(c));
-        cohort_work_close(w);
+        if (cohort_work_close(w) != 0)
+            printf("rank %d: close: %s\n", rank, cohort_error(c));
         return -2; /* said */
     }
     if (cohort_work_close(w) != 0)
