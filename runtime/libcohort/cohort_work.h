@@ -98,8 +98,10 @@ int cohort_work_commit(struct cohort_work *w, const uint64_t *ids, size_t n);
  * names those ids, and the others stay leased to this worker (commit them
  * again, with their own results). -1: an error (cohort_error), nothing
  * committed by this call as far as this worker can tell; when the
- * coordinator is gone the call's fate is settled by the rerun over the
- * journal, either way exactly once. The results are written to a file
+ * coordinator refused the call (its offer, or an id never this worker's),
+ * the ids of the call it still held went back to the queue (other workers
+ * do them); when the coordinator is gone the call's fate is settled by
+ * the rerun over the journal, either way exactly once. The results are written to a file
  * by this worker (synced before the commit): they never pass through the
  * coordinator. The queue needs opts.output. */
 int cohort_work_commit_output(struct cohort_work *w, const uint64_t *ids, size_t n,

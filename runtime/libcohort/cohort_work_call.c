@@ -2,7 +2,8 @@
  * (cohort_work.h): lease, commit, fail, extend, status, each one request
  * to the coordinator and its answer over the authenticated connection,
  * with a deadline on the coordinator's silence and one line when it is
- * gone (its own reason when it stopped on an error and said so). Opening and closing are in cohort_work.c. */
+ * gone (its own reason when it stopped on an error and said so).
+ * Opening and closing are in cohort_work.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -164,7 +164,7 @@ int output_offers_open(int dir_fd, const char *dir, struct cohort_err *err)
         return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
                                 OUTPUT_OFFERS " is on another filesystem (a mount point?): a "
                                 "part is published as a hard link of its offer, so both must "
-                                "be on one filesystem", dir);
+                                "be on one filesystem: unmount it", dir);
     return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
                             OUTPUT_OFFERS " must be this user's alone (uid %u, mode 0700), not "
                             "uid %u, mode %04o: chmod 700 %s/" OUTPUT_OFFERS " if it is yours, "

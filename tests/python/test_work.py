@@ -132,8 +132,10 @@ def test_saved_results_published_once(scratch):
     assert s.rc == 0, s.out
     assert sum(g["committed"] for g in s.every(4)) == 1500
     published_once(os.path.join(scratch, "results"), 1500)
-    assert not [f for f in os.listdir(os.path.join(scratch, "results"))
-                if not f.startswith("part-") and f != ".lock"]  # no offer left
+    results = os.path.join(scratch, "results")
+    assert not [f for f in os.listdir(results)
+                if not f.startswith("part-") and f not in (".lock", ".offers")]
+    assert not os.listdir(os.path.join(results, ".offers"))  # no offer left
 
 
 def test_a_worker_dying_after_save_loses_and_doubles_nothing(scratch):

@@ -2,7 +2,8 @@
  * head (output.h) written and read back, and refused when damaged; the
  * journal's publication record (written, replayed with its part, token and
  * ids, counted as committed, read by journal_summary_each); the
- * scheduler's all-or-nothing commit (sched_commit_all). */
+ * scheduler's all-or-nothing commit (sched_commit_all); the offers'
+ * folder made and checked (output_offers_open). */
 #include "tap.h"
 
 #include <string.h>
@@ -153,6 +154,38 @@ static void test_commit_all(void)
     sched_destroy(s);
 }
 
+/* The offers' folder (output_offers_open): made 0700 when missing, taken
+ * as it is when right, refused when a symbolic link or open to others. */
+static void test_offers(void)
+{
+    struct cohort_err err;
+    struct stat st;
+    int dir = open(jt_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = output_offers_open(dir, jt_dir, &err);
+    ok(fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700 &&
+           st.st_uid == geteuid(),
+       "a missing offers' folder is made, 0700, this user's (%s)", fd < 0 ? err.msg : "ok");
+    if (fd >= 0)
+        close(fd);
+    fd = output_offers_open(dir, jt_dir, &err);
+    ok(fd >= 0, "an existing one is opened (%s)", fd < 0 ? err.msg : "ok");
+    if (fd >= 0)
+        close(fd);
+    chmod(at(OUTPUT_OFFERS), 0755);
+    fd = output_offers_open(dir, jt_dir, &err);
+    ok(fd < 0 && err.code == COHORT_E_CONFIG && strstr(err.msg, "mode 0755: chmod 700"),
+       "one open to others is refused, saying what to do (%s)", err.msg);
+    rmdir(at(OUTPUT_OFFERS));
+    mkdir(at("elsewhere"), 0700);
+    if (symlink(at("elsewhere"), at(OUTPUT_OFFERS)) < 0)
+        ok(0, "cannot make a symbolic link");
+    fd = output_offers_open(dir, jt_dir, &err);
+    ok(fd < 0 && strstr(err.msg, "not a symbolic link"), "a symbolic link is refused (%s)",
+       err.msg);
+    unlink(at(OUTPUT_OFFERS));
+    close(dir);
+}
+
 int main(void)
 {
     if (jt_setup() < 0) {
@@ -162,6 +195,7 @@ int main(void)
     test_head();
     test_journal();
     test_commit_all();
+    test_offers();
     jt_cleanup();
     return tap_done();
 }
