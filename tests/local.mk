@@ -95,13 +95,16 @@ tests_unit_test_sched_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 tests_unit_test_sched_budget_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
 # The placement of streams on workers, on a simulated clock.
-check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model
-TESTS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model
+check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model \
+	tests/unit/test_store_kv_watch
+TESTS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model \
+	tests/unit/test_store_kv_watch
 EXTRA_DIST += tests/unit/store_kv_test.h tests/unit/net_test.h tests/unit/relay_test.h
 tests_unit_test_tcpstore_LDADD = runtime/store/libcohort_store.la runtime/net/libcohort_net.la \
 	$(UNIT_LDADD)
 tests_unit_test_store_kv_LDADD = $(tests_unit_test_tcpstore_LDADD)
 tests_unit_test_store_kv_model_LDADD = $(tests_unit_test_tcpstore_LDADD)
+tests_unit_test_store_kv_watch_LDADD = $(tests_unit_test_tcpstore_LDADD)
 
 check_PROGRAMS += tests/unit/test_place tests/unit/test_place_model tests/unit/test_place_same
 TESTS += tests/unit/test_place tests/unit/test_place_model tests/unit/test_place_same
@@ -238,7 +241,9 @@ tests_unit_test_output_LDADD = runtime/work/libcohort_work_output.la \
 # against the headers (pytest, as TAP); the two PyTorch examples on the
 # test cluster.
 check_PROGRAMS += tests/python/layout
-TESTS += tests/store-local.sh tests/store.sh
+TESTS += tests/store-local.sh tests/store.sh tests/store-limits.sh tests/store-torch.sh
+EXTRA_DIST += tests/store-limits.sh tests/store/store_limits.py tests/store/cohort_agent.py \
+	tests/store-torch.sh tests/store/torch_store_tests.py
 EXTRA_DIST += tests/store-local.sh tests/store.sh tests/store/store_ops.py tests/store/store_queue.py \
 	tests/store/store_kill.py tests/store/store_agent_dies.py tests/store/store_stranger.py \
 	tests/store/stranger.py tests/store/store_client.py tests/store/store_pg.py

@@ -18,6 +18,13 @@
 #include "tcpstore.h"
 
 #define AGENT_CLIENTS_MAX 4096 /* local connections at once; more are closed */
+/* The most answers a client may leave unread: past it, it is closed with
+ * a line (a client that reads holds one answer at most, and one answer is
+ * always taken, up to a frame's 64 MiB). */
+#define AGENT_CLIENT_OUT_MAX (64u << 20)
+/* The node's clients are not read while this much is unsent to the
+ * holder (it reads the agent's queries as it sends their answers out). */
+#define AGENT_UP_OUT_MAX (16u << 20)
 
 /* A local TCPStore client (a rank's TCPStore object holds one or two). */
 struct client {
@@ -60,6 +67,8 @@ int agent_up_start(struct agent *a, struct cohort_err *err);
 /* Sends a frame to the holder: 0, or -1 (out of memory, or no link). */
 int agent_up_send(struct agent *a, uint16_t op, uint32_t client, const uint8_t *p1,
                   size_t n1, const uint8_t *p2, size_t n2);
+/* Whether the link to the holder has over AGENT_UP_OUT_MAX unsent. */
+bool agent_up_full(const struct agent *a);
 
 /* agent_local.c: the loopback listener on a port the kernel picks. */
 int agent_local_listen(struct agent *a, struct cohort_err *err);
@@ -71,7 +80,10 @@ void agent_local_serve(struct agent *a, size_t i, unsigned events);
 void agent_local_resume(struct agent *a);
 /* The client with that number, or NULL when gone. */
 struct client *agent_local_find(struct agent *a, uint32_t id);
-/* Bytes for a client, queued and written as it takes them. */
+/* Bytes for a client, queued and written as it takes them; a client
+ * closing gets nothing more, one that would hold over
+ * AGENT_CLIENT_OUT_MAX unread is closed with a line (its answers
+ * dropped). */
 void agent_local_write(struct agent *a, struct client *c, const uint8_t *p, size_t n);
 /* A line (no newline) into the stderr of the client's task; closes it
  * after its output when drop. */

@@ -97,7 +97,17 @@ static void flush_out(struct client *c)
 
 void agent_local_write(struct agent *a, struct client *c, const uint8_t *p, size_t n)
 {
-    (void)a;
+    if (c->closing)
+        return; /* closed as TCPStore closes it: nothing more is written */
+    if (c->out_len && c->out_len + n > AGENT_CLIENT_OUT_MAX) {
+        char line[300];
+        snprintf(line, sizeof line, "cohort: store: this client left %zu bytes of answers "
+                 "unread and another of %zu came (over %u MiB): its connection is closed",
+                 c->out_len, n, AGENT_CLIENT_OUT_MAX >> 20);
+        c->out_len = 0; /* dropped, so that the close does not wait for them */
+        agent_local_note(a, c, line, true);
+        return;
+    }
     if (c->out_len + n > c->out_cap) {
         size_t cap = c->out_cap ? c->out_cap : 256;
         while (cap < c->out_len + n)
@@ -169,7 +179,7 @@ void agent_local_serve(struct agent *a, size_t i, unsigned events)
     struct client *c = &a->c[i];
     if (events & POLLOUT)
         flush_out(c);
-    while (!c->closing) {
+    while (!c->closing && !agent_up_full(a)) {
         if (c->in_cap - c->in_len < READ_CHUNK) {
             uint8_t *in = c->in_len + READ_CHUNK > 2 * ((size_t)TS_VALUE_MAX + TS_KEY_MAX)
                               ? NULL

@@ -176,9 +176,12 @@ static void serve(struct agent *a)
         p[0] = (struct pollfd){.fd = 0, .events = POLLIN};
         p[1] = (struct pollfd){.fd = a->lfd, .events = POLLIN};
         p[2] = (struct pollfd){.fd = net_fd(a->net), .events = POLLIN};
-        for (size_t i = 0; i < a->n_c; i++) /* a closing client: only its output */
+        /* a closing client: only its output; none read while the holder's
+         * link is backed up (the kernel holds what they send) */
+        bool up_full = agent_up_full(a);
+        for (size_t i = 0; i < a->n_c; i++)
             p[3 + i] = (struct pollfd){.fd = a->c[i].fd,
-                                       .events = (a->c[i].closing ? 0 : POLLIN) |
+                                       .events = (a->c[i].closing || up_full ? 0 : POLLIN) |
                                                  (a->c[i].out_len ? POLLOUT : 0)};
         bool dialing = !a->up_ready && !a->up_error[0];
         if (poll(p, 3 + a->n_c, dialing ? 20 : 1000) < 0 && errno != EINTR)

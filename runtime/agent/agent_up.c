@@ -51,3 +51,8 @@ int agent_up_send(struct agent *a, uint16_t op, uint32_t client, const uint8_t *
     free(b);
     return rc;
 }
+
+bool agent_up_full(const struct agent *a)
+{
+    return a->up && a->up->c.out_len > AGENT_UP_OUT_MAX;
+}

@@ -12,6 +12,11 @@
 
 #define HOLDER_WAIT_MS 1000 /* the longest poll: the join deadline looked at this often */
 #define HOLDER_HELD_MS 1000 /* after a loss, a wait on one key this long is told of it */
+/* An agent's queries wait (in its connection, then in the kernel, then in
+ * the agent) while this much of the holder's answers to it is unsent: the
+ * holder holds at most this and one answer per agent, whatever its clients
+ * read. */
+#define HOLDER_OUT_MAX (16u << 20)
 
 struct store_holder {
     const struct coord_config *cfg;
@@ -29,6 +34,8 @@ struct store_holder {
     size_t n_held, cap_held;
     size_t n_last;            /* during a look: how many of held are the last look's */
     int64_t next_look;        /* when the waits are looked at next */
+    bool *held_back;          /* per node: frames left unread (HOLDER_OUT_MAX) */
+    uint32_t n_held_back;
 };
 
 /* A client seen waiting for a key at a look (the store's own copy of the
@@ -82,6 +89,7 @@ int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
     *out = sh;
     if (!sh || !(sh->agent = calloc(cfg->num_nodes, sizeof *sh->agent)) ||
         !(sh->claimed = calloc(cfg->num_nodes, sizeof *sh->claimed)) ||
+        !(sh->held_back = calloc(cfg->num_nodes, sizeof *sh->held_back)) ||
         store_kv_new(reply, sh, &sh->kv) != STORE_OK)
         return cohort_fail(err, "out of memory");
     sh->cfg = cfg;
@@ -97,6 +105,7 @@ void store_holder_free(struct store_holder *sh)
     free(sh->noted);
     free(sh->held);
     free(sh->claimed);
+    free(sh->held_back);
     free(sh->agent);
     free(sh);
 }
@@ -222,8 +231,21 @@ static int request(struct store_holder *sh, uint32_t node, const struct wire_fra
     return 0;
 }
 
+/* Whether node's frames are left unread now, or are read again. */
+static void hold_back(struct store_holder *sh, uint32_t node, bool held)
+{
+    if (sh->held_back[node] == held)
+        return;
+    sh->held_back[node] = held;
+    if (held)
+        sh->n_held_back++;
+    else
+        sh->n_held_back--;
+}
+
 static void lost(struct store_holder *sh, uint32_t node)
 {
+    hold_back(sh, node, false);
     net_close(sh->net, sh->agent[node]);
     sh->agent[node] = NULL;
     sh->connected--;
@@ -233,20 +255,24 @@ static void lost(struct store_holder *sh, uint32_t node)
     gone(sh, text);
 }
 
-/* Every whole frame node's agent sent. */
+/* Every whole frame node's agent sent, while what is unsent to it stays
+ * under HOLDER_OUT_MAX (the rest is read once it is under again). */
 static void serve(struct store_holder *sh, struct net_conn *c)
 {
     struct wire_frame f;
     struct cohort_err e;
-    int got;
+    int got = 0;
     uint32_t node = c->c.node;
-    while ((got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
+    hold_back(sh, node, c->c.out_len >= HOLDER_OUT_MAX);
+    while (!sh->held_back[node] &&
+           (got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
         if (request(sh, node, &f) < 0) {
             got = -1;
             snprintf(e.msg, sizeof e.msg, "a frame of another kind or a malformed request");
             break;
         }
         conn_consume(&c->c, &f);
+        hold_back(sh, node, c->c.out_len >= HOLDER_OUT_MAX);
     }
     if (got < 0) {
         fprintf(stderr, "cohort: store holder: the agent of node %u sent what is not a "
@@ -272,6 +298,9 @@ static void on_events(struct store_holder *sh, struct net_event *ev, int n)
         if ((ev[i].what & NET_EV_CLOSED) && sh->agent[c->c.node] == c)
             lost(sh, c->c.node);
     }
+    for (uint32_t node = 0; sh->n_held_back && node < sh->cfg->num_nodes; node++)
+        if (sh->held_back[node] && sh->agent[node]->c.out_len < HOLDER_OUT_MAX)
+            serve(sh, sh->agent[node]);
 }
 
 int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err *err)

@@ -5,7 +5,10 @@
  * kept (store_kv.h). Once a task has ended abnormally, or a node's agent
  * is gone, every rank that waits over a second for one key is told which
  * key and what is gone (a note in its task's stderr, once); PyTorch's own
- * timeout then ends the wait, as it would with its own store. */
+ * timeout then ends the wait, as it would with its own store. An agent's
+ * queries are read while less than 16 MiB of answers to it are unsent
+ * (the agent closes a client that does not read its own), so that the
+ * holder's memory is its keys and values and a bounded queue per node. */
 #ifndef COHORT_STORE_HOLDER_H
 #define COHORT_STORE_HOLDER_H
 

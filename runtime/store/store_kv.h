@@ -1,13 +1,19 @@
 /* store_kv.h - the keys, values and waits of a step's store, as PyTorch's
  * TCPStore serves them, with no socket and no clock: queries in (op and
  * body, tcpstore.h), answers out through a callback, now or when a key a
- * client waits for is set. Clients are numbers the caller gives. What
- * TCPStore's server does not serve (it drops the client) is a failure with
- * a sentence: a GET or MULTI_GET of a key not set, an ADD to a value that
- * is not a number, a query the store does not serve (WATCH_KEY, the
- * queues); and, where TCPStore has no limit, an APPEND past TS_VALUE_MAX
- * and a MULTI_GET answer over STORE_ANSWER_MAX. Timeouts are the client's own, as with TCPStore: a wait here
- * lasts until its keys are set, the client cancels it or goes. */
+ * client waits for is set, or one it watches changes (torch 1.x's
+ * WATCH_KEY: each change is a message to the watching client, as TCPStore
+ * sends it); torch 2.x's queues (QUEUE_PUSH, QUEUE_POP, QUEUE_LEN; a value
+ * on a key's queue ends a WAIT or CHECK of the key, as a set key does, and
+ * a push wakes one waiting client). Clients are numbers the caller gives.
+ * What TCPStore's server does not serve (it drops the client) is a failure
+ * with a sentence: a GET or MULTI_GET of a key not set, an ADD to a value
+ * that is not a number; and, where TCPStore has no limit, an APPEND past
+ * TS_VALUE_MAX and a MULTI_GET answer over STORE_ANSWER_MAX. Every query
+ * costs what its keys and values weigh: a WAIT naming one key 2^20 times
+ * costs 2^20 steps to make, to answer and to end. Timeouts are the
+ * client's own, as with TCPStore: a wait here lasts until its keys are
+ * set, the client cancels it or goes. */
 #ifndef COHORT_STORE_KV_H
 #define COHORT_STORE_KV_H
 
@@ -38,7 +44,7 @@ void store_kv_free(struct store_kv *kv);
 int store_kv_query(struct store_kv *kv, uint64_t client, enum ts_op op, const uint8_t *body,
                    size_t len, char *why, size_t why_len);
 
-/* The client is gone: its wait ends unanswered. */
+/* The client is gone: its wait ends unanswered, its watches end. */
 void store_kv_gone(struct store_kv *kv, uint64_t client);
 
 /* Every client whose number's top 32 bits are group is gone. */

@@ -29,13 +29,20 @@ enum ts_op {
     TS_SET, TS_COMPARE_SET, TS_GET, TS_ADD, TS_CHECK, TS_WAIT, TS_NUM_KEYS, TS_DELETE,
     TS_APPEND, TS_MULTI_GET, TS_MULTI_SET, TS_CANCEL_WAIT,
     TS_PING, TS_VALIDATE,                          /* answered by the agent itself */
-    TS_WATCH_KEY, TS_QUEUE_PUSH, TS_QUEUE_POP, TS_QUEUE_LEN, /* not served */
+    TS_WATCH_KEY,                                  /* torch 1.x alone */
+    TS_QUEUE_PUSH, TS_QUEUE_POP, TS_QUEUE_LEN,     /* torch 2.x alone */
     TS_OP_MAX = TS_QUEUE_LEN,
 };
 
 /* Answers' single bytes. */
 enum { TS_READY = 0, TS_NOT_READY = 1 };          /* CHECK */
 enum { TS_STOP_WAITING = 0, TS_WAIT_CANCELED = 1 }; /* WAIT, CANCEL_WAIT */
+/* What a WATCH_KEY's client is sent: the first byte of a change's
+ * message (then the key, its old and its new value, as strings), or the
+ * answer to the WATCH_KEY itself. */
+enum ts_watch {
+    TS_KEY_UPDATED = 0, TS_KEY_CREATED = 1, TS_KEY_DELETED = 2, TS_KEY_CALLBACK_REGISTERED = 3
+};
 
 /* One query as read: its operation and its body (pointers into the
  * caller's buffer). */

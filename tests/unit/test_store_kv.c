@@ -6,7 +6,8 @@
  * listed by store_kv_waiters; DELETE_KEY, APPEND, MULTI_GET and
  * MULTI_SET; what the store does not serve and malformed bodies refused
  * with a sentence; 10,000 keys. test_store_kv_model.c checks a random
- * sequence of queries against a model. */
+ * sequence of queries against a model, test_store_kv_watch.c WATCH_KEY,
+ * the queues and waits that name a key many times. */
 #include "tap.h"
 
 #include "store_kv_test.h"
@@ -335,12 +336,6 @@ static void multis(void)
 static void refusals(void)
 {
     fresh();
-    static const enum ts_op no[] = {TS_WATCH_KEY, TS_QUEUE_POP, TS_QUEUE_LEN};
-    for (size_t i = 0; i < 3; i++)
-        ok(kq(1, no[i], "k", NULL) == STORE_FAIL && strstr(why, ts_op_name(no[i])),
-           "%s is not served (%s)", ts_op_name(no[i]), why);
-    ok(kq(1, TS_QUEUE_PUSH, "k", "v") == STORE_FAIL && strstr(why, "QUEUE_PUSH"),
-       "QUEUE_PUSH is not served (%s)", why);
     struct qb q = {.n = 4};
     ok(query(1, TS_PING, &q) == STORE_FAIL && why[0] && query(1, TS_VALIDATE, &q) == STORE_FAIL,
        "PING and VALIDATE are the agent's own, not the store's (%s)", why);
