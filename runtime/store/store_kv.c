@@ -38,27 +38,13 @@ static void waiter_free(struct waiter *w)
     free(w);
 }
 
-void store_kv_free(struct store_kv *kv)
+void kv_waiters_free(struct store_kv *kv)
 {
-    if (!kv)
-        return;
-    for (size_t i = 0; kv->b && i < kv->nb; i++)
-        for (struct entry *e = kv->b[i], *next; e; e = next) {
-            next = e->next;
-            kv_entry_watch_free(e);
-            free(e->key);
-            free(e->val);
-            free(e->waiting);
-            free(e);
-        }
     for (size_t i = 0; i < KV_BUCKETS; i++)
         for (struct waiter *w = kv->w[i], *next; w; w = next) {
             next = w->next;
             waiter_free(w);
         }
-    kv_watchers_free(kv);
-    free(kv->b);
-    free(kv);
 }
 
 struct entry *kv_find(const struct store_kv *kv, const uint8_t *k, size_t n)
@@ -200,28 +186,6 @@ void kv_wait_end(struct store_kv *kv, uint64_t client)
             unref(w->on[j], w->pos[j]);
     *slot = w->next;
     waiter_free(w);
-}
-
-void store_kv_gone(struct store_kv *kv, uint64_t client)
-{
-    kv_wait_end(kv, client);
-    kv_watch_end(kv, client);
-}
-
-void store_kv_gone_group(struct store_kv *kv, uint32_t group)
-{
-    for (size_t i = 0; i < KV_BUCKETS; i++) {
-        for (struct waiter *w = kv->w[i], *next; w; w = next) {
-            next = w->next;
-            if (w->client >> 32 == group)
-                kv_wait_end(kv, w->client);
-        }
-        for (struct watcher *w = kv->watch[i], *next; w; w = next) {
-            next = w->next;
-            if (w->client >> 32 == group)
-                kv_watch_end(kv, w->client);
-        }
-    }
 }
 
 void store_kv_waiters(const struct store_kv *kv,

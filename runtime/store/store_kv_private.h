@@ -83,6 +83,8 @@ int kv_wake_one(struct store_kv *kv, struct entry *e);
 int kv_wait(struct store_kv *kv, uint64_t client, struct ts_cursor c, uint64_t n);
 /* The client's wait ends unanswered (CANCEL_WAIT, or it is gone). */
 void kv_wait_end(struct store_kv *kv, uint64_t client);
+/* Frees every client's wait. */
+void kv_waiters_free(struct store_kv *kv);
 int kv_answer(struct store_kv *kv, uint64_t client, const void *p, size_t n);
 int kv_answer_byte(struct store_kv *kv, uint64_t client, uint8_t b);
 int kv_answer_i64(struct store_kv *kv, uint64_t client, int64_t v);

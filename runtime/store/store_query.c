@@ -1,6 +1,7 @@
 /* store_query.c - the queries of a step's store, as PyTorch's TCPStore
  * answers them (see store_kv.h): one body in, its answers out through
- * the store's reply callback. */
+ * the store's reply callback; and what spans the keys, waits and watches
+ * (the store's end, a client's going). */
 #include "store_kv_private.h"
 
 #include <errno.h>
@@ -8,6 +9,47 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+void store_kv_free(struct store_kv *kv)
+{
+    if (!kv)
+        return;
+    for (size_t i = 0; kv->b && i < kv->nb; i++)
+        for (struct entry *e = kv->b[i], *next; e; e = next) {
+            next = e->next;
+            kv_entry_watch_free(e);
+            free(e->key);
+            free(e->val);
+            free(e->waiting);
+            free(e);
+        }
+    kv_waiters_free(kv);
+    kv_watchers_free(kv);
+    free(kv->b);
+    free(kv);
+}
+
+void store_kv_gone(struct store_kv *kv, uint64_t client)
+{
+    kv_wait_end(kv, client);
+    kv_watch_end(kv, client);
+}
+
+void store_kv_gone_group(struct store_kv *kv, uint32_t group)
+{
+    for (size_t i = 0; i < KV_BUCKETS; i++) {
+        for (struct waiter *w = kv->w[i], *next; w; w = next) {
+            next = w->next;
+            if (w->client >> 32 == group)
+                kv_wait_end(kv, w->client);
+        }
+        for (struct watcher *w = kv->watch[i], *next; w; w = next) {
+            next = w->next;
+            if (w->client >> 32 == group)
+                kv_watch_end(kv, w->client);
+        }
+    }
+}
 
 int kv_put(struct store_kv *kv, struct entry *e, const uint8_t *v, size_t n)
 {

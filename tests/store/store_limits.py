@@ -19,7 +19,7 @@
 import subprocess
 import sys
 
-from cohort_agent import Agent, Client, peak_rss_mb, pid_listening, sanitized
+from cohort_agent import Agent, Client, peak_rss_mb, pid_listening, sanitized, string
 
 BIG = 32 << 20
 GETS = 16
@@ -32,7 +32,8 @@ def verdict(case, cond, what):
 def case_wait(agent):
     waiter, other = Client(agent.port), Client(agent.port)
     n = 1 << 20
-    waiter.s.sendall(bytes([5]) + n.to_bytes(8, "little") + b"".join([b"\x02" + bytes(7) + b"rk"] * n))
+    key = string("rk")
+    waiter.s.sendall(bytes([5]) + n.to_bytes(8, "little") + key * n)
     waiter.send("GETNUMKEYS")  # answered once the WAIT is held
     held = waiter.i64()
     other.send("SET", "x", "1")

@@ -32,7 +32,8 @@ static void watches(void)
        "a second client watches the same key");
     want_change(9, TS_KEY_CREATED, "w", NULL, "1");
     want_change(8, TS_KEY_CREATED, "w", NULL, "1");
-    ok(kq(1, TS_SET, "w", "1") == STORE_OK && answered(), "a SET of a new key: KEY_CREATED to both");
+    ok(kq(1, TS_SET, "w", "1") == STORE_OK && answered(),
+       "a SET of a new key: KEY_CREATED to both");
     want_change(9, TS_KEY_UPDATED, "w", "1", "2");
     want_change(8, TS_KEY_UPDATED, "w", "1", "2");
     ok(kq(1, TS_SET, "w", "2") == STORE_OK && answered(), "a SET again: KEY_UPDATED, old and new");
