@@ -518,6 +518,8 @@ int tree_open(const struct tree_layout *layout, const struct auth_key *key, int 
     struct net_ops ops = {.ctx = t, .max_payload = t->max_payload, .admit = admit};
     if (rc == 0)
         rc = net_new(&me, &ops, &t->net, err);
+    if (rc == 0) /* its tasks', the leaders below's and its parent's slots: never a stranger's */
+        net_reserve(t->net, (long)t->expected_kids + !t->is_root);
     if (rc == 0 && t->is_leader && !t->is_root)
         rc = resolve_up(t, err);
     if (rc == 0 && t->is_leader)

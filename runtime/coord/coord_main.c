@@ -38,7 +38,16 @@ static int record(struct coord_config *cfg, struct cohort_err *err)
     return rc == -2 ? cohort_fail(err, "cannot read its start record from standard input") : rc;
 }
 
-/* A listener on a port of its own, told to the starting rank. */
+/* The connections a coordinator of cfg serves: the store holder's one per
+ * node's agent, a queue's or set's one per relay at the top of the
+ * relays' tree. */
+static uint32_t peers_of(const struct coord_config *cfg)
+{
+    return cfg->kind == COORD_STORE ? cfg->num_nodes : coord_relay_kids(cfg, COORD_TOP);
+}
+
+/* A listener on a port of its own, its peers' slots kept from strangers,
+ * told to the starting rank. */
 static int listen_and_tell(const struct coord_config *cfg, const struct net_ops *ops,
                            struct net **net, struct cohort_err *err)
 {
@@ -49,6 +58,7 @@ static int listen_and_tell(const struct coord_config *cfg, const struct net_ops 
     int fd;
     if (net_new(&me, ops, net, err) < 0 || (fd = coord_listen_any(&port, err)) < 0)
         return -1;
+    net_reserve(*net, peers_of(cfg));
     if (net_listen(*net, fd, false, err) < 0)
         return -1;
     return coord_started(port, NULL, err);
@@ -139,11 +149,11 @@ int main(void)
         return rc;
     }
     if (got == 0 && cfg.kind == COORD_STORE) {
-        if (net_fd_check(cfg.num_nodes, "the store holder", "node agents, one connection each",
+        if (net_fd_check(peers_of(&cfg), "the store holder", "node agents, one connection each",
                          &err) == 0)
             rc = store(&cfg, &err);
     } else if (got == 0 &&
-               net_fd_check(coord_relay_kids(&cfg, COORD_TOP), "the work coordinator",
+               net_fd_check(peers_of(&cfg), "the work coordinator",
                             "node relays, one connection each", &err) == 0) {
         rc = cfg.kind == COORD_STREAMS ? streams(&cfg, &err) : queue(&cfg, &err);
     }

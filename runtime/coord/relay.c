@@ -508,8 +508,11 @@ int relay_run(const struct coord_config *cfg, int *tell, uint32_t others, struct
     char addr[COORD_ADDR_LEN];
     int rc = -2;
     if (setup(&r, err) == 0 && net_new(&me, &ops, &r.net, err) == 0) {
+        /* its ranks', the relays below's and the one above's slots: never a stranger's */
+        long peers = (long)r.node_ranks + r.n_kids + 1;
+        net_reserve(r.net, peers);
         if (others) /* in a shared process: its connections within what it was counted for */
-            net_cap(r.net, (long)r.node_ranks + r.n_kids + 1 + RELAY_POOL);
+            net_cap(r.net, peers + RELAY_POOL);
         if (dial_up(&r, addr, err) == 0 && listen_all(&r, addr, err) == 0)
             rc = serve(&r, err);
     }

@@ -38,10 +38,13 @@
 #include "coord_config.h"
 #include "error.h"
 
-/* In a process shared by several relays (host.h): the connections of
- * strangers (unproven, on its TCP port) a relay may hold at once, beyond
- * its own, so that a flood on one relay's port cannot take the
- * descriptors of the others. */
+/* In a process shared by several relays (host.h): the unproven
+ * connections (strangers', and its peers' while they prove themselves) a
+ * relay may hold at once on its Unix socket and TCP port together, beyond
+ * the slots kept for its ranks and relays (net_reserve), so that a flood
+ * on one relay's port cannot take the descriptors of the others, nor of
+ * its own peers (the oldest unproven connection makes room for a new
+ * one). */
 #define RELAY_POOL 64
 
 /* Serves cfg (a COORD_RELAY record) until the end above: 0, -1 with err

@@ -1,6 +1,8 @@
 /* net.c - the connection layer's loop (net.h): listeners and their pools
- * of unproven connections, the parent's side of the handshake, ready
- * connections, timers and events. The child's side is in net_dial.c. */
+ * of unproven connections (held out of the slots kept for proven peers,
+ * the oldest making room for a new one), the parent's side of the
+ * handshake, ready connections, timers and events. The child's side is in
+ * net_dial.c. */
 #include "net_private.h"
 
 #include <errno.h>
@@ -54,6 +56,11 @@ void net_cap(struct net *n, long conns)
 {
     if (conns < n->fd_cap)
         n->fd_cap = conns;
+}
+
+void net_reserve(struct net *n, long peers)
+{
+    n->reserve = peers;
 }
 
 int net_new(const struct hs_self *me, const struct net_ops *ops, struct net **out,
@@ -189,17 +196,50 @@ bool net_wait_read(struct net *n, struct net_conn *c, int timeout_ms)
     return !c->closed;
 }
 
+/* c, just accepted by listener li, joins its pool as the newest. */
+static void pool_join(struct net *n, struct net_conn *c, int li)
+{
+    struct net_listener *l = n->lis[li];
+    c->listener = li;
+    c->older = l->newest;
+    c->newer = NULL;
+    if (l->newest)
+        l->newest->newer = c;
+    else
+        l->oldest = c;
+    l->newest = c;
+    l->unproven++;
+}
+
+/* c leaves its listener's pool, proven or closed (nothing when it is in
+ * none: a dial, or proven already). */
+static void pool_leave(struct net *n, struct net_conn *c)
+{
+    if (c->listener < 0)
+        return;
+    struct net_listener *l = n->lis[c->listener];
+    if (c->older)
+        c->older->newer = c->newer;
+    else
+        l->oldest = c->newer;
+    if (c->newer)
+        c->newer->older = c->older;
+    else
+        l->newest = c->older;
+    c->older = c->newer = NULL;
+    l->unproven--;
+    c->listener = -1;
+}
+
 void net_close(struct net *n, struct net_conn *c)
 {
-    (void)n;
     if (c->state == NET_DEAD)
         return;
-    if (c->listener >= 0)
-        n->lis[c->listener]->unproven--;
-    c->listener = -1;
+    pool_leave(n, c);
     conn_close(&c->c); /* closing the socket takes it out of epoll */
     c->events = 0;
     c->state = NET_DEAD;
+    n->dead++;
 }
 
 void net_refuse(struct net *n, const struct cohort_err *why)
@@ -308,42 +348,6 @@ int net_accept(int lfd, int flags, int *spare)
     return fd >= 0 ? -1 : -2;
 }
 
-static void accept_on(struct net *n, int li)
-{
-    struct net_listener *l = n->lis[li];
-    for (int i = 0; i < ACCEPT_BURST; i++) {
-        int fd = net_accept(l->fd, SOCK_NONBLOCK | SOCK_CLOEXEC, &n->spare_fd);
-        if (fd == -2)
-            return; /* nothing more waits */
-        if (fd < 0)
-            continue;
-        /* another uid on a Unix socket; a full pool; no descriptor to spare */
-        if ((l->is_unix && !same_uid(fd)) || l->unproven >= l->pool_max ||
-            (long)n->n_conns >= n->fd_cap) {
-            close(fd);
-            continue;
-        }
-        struct net_conn *c = net_conn_new(n, fd);
-        if (!c) {
-            close(fd);
-            return;
-        }
-        c->listener = li;
-        l->unproven++;
-        c->state = NET_PROVING;
-        c->deadline = net_now_ms() + NET_PROVE_MS;
-        if (!l->is_unix) {
-            int one = 1;
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        }
-        uint8_t ch[HS_CHALLENGE_MAX];
-        int len = hs_challenge(&n->me, c->nonce, ch, NULL);
-        if (len < 0 || conn_queue(&c->c, WIRE_CHALLENGE, 0, n->me.rank, ch, (uint32_t)len) < 0 ||
-            conn_flush(&c->c) < 0 || net_watch(n, c, EPOLLIN) < 0)
-            net_close(n, c);
-    }
-}
-
 /* Answers a proven hello with why and closes once it is written. */
 static void refuse(struct net *n, struct net_conn *c, const struct cohort_err *why)
 {
@@ -383,8 +387,7 @@ static void serve_proving(struct net *n, struct net_conn *c)
         net_close(n, c);
         return;
     }
-    n->lis[c->listener]->unproven--;
-    c->listener = -1;
+    pool_leave(n, c);
     if (a == NET_REFUSE) {
         conn_consume(&c->c, &f);
         refuse(n, c, &why);
@@ -405,6 +408,70 @@ static void serve_proving(struct net *n, struct net_conn *c)
     c->state = NET_READY;
     c->closed = !open || conn_flush(&c->c) < 0;
     net_tell(n, c, NET_EV_JOINED);
+}
+
+/* Room for a connection new on listener l: the oldest unproven one of l
+ * leaves when l's pool is full; else, when the unproven ones fill what the
+ * reserve leaves of the cap (at least 1) or the loop is at its cap, that
+ * of the listener holding the most (l on a tie: none loses its even share
+ * to another's flood). It is served first (a peer whose hello waits is
+ * proven, not closed). False when there is nothing unproven to close. */
+static bool make_room(struct net *n, struct net_listener *l)
+{
+    struct net_listener *from = NULL;
+    long room = n->fd_cap - n->reserve;
+    if (l->unproven >= l->pool_max) {
+        from = l;
+    } else if ((long)net_unproven(n) >= (room > 1 ? room : 1) ||
+               (long)(n->n_conns - n->dead) >= n->fd_cap) {
+        from = l;
+        for (size_t i = 0; i < n->n_lis; i++)
+            if (n->lis[i]->unproven > from->unproven)
+                from = n->lis[i];
+    }
+    if (!from)
+        return true;
+    struct net_conn *c = from->oldest;
+    if (!c)
+        return false;
+    serve_proving(n, c);
+    if (c->state == NET_PROVING)
+        net_close(n, c);
+    return true;
+}
+
+static void accept_on(struct net *n, int li)
+{
+    struct net_listener *l = n->lis[li];
+    for (int i = 0; i < ACCEPT_BURST; i++) {
+        int fd = net_accept(l->fd, SOCK_NONBLOCK | SOCK_CLOEXEC, &n->spare_fd);
+        if (fd == -2)
+            return; /* nothing more waits */
+        if (fd < 0)
+            continue;
+        /* another uid on a Unix socket; no room, and no stranger to make it */
+        if ((l->is_unix && !same_uid(fd)) || !make_room(n, l)) {
+            close(fd);
+            continue;
+        }
+        struct net_conn *c = net_conn_new(n, fd);
+        if (!c) {
+            close(fd);
+            return;
+        }
+        pool_join(n, c, li);
+        c->state = NET_PROVING;
+        c->deadline = net_now_ms() + NET_PROVE_MS;
+        if (!l->is_unix) {
+            int one = 1;
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        }
+        uint8_t ch[HS_CHALLENGE_MAX];
+        int len = hs_challenge(&n->me, c->nonce, ch, NULL);
+        if (len < 0 || conn_queue(&c->c, WIRE_CHALLENGE, 0, n->me.rank, ch, (uint32_t)len) < 0 ||
+            conn_flush(&c->c) < 0 || net_watch(n, c, EPOLLIN) < 0)
+            net_close(n, c);
+    }
 }
 
 void net_tell(struct net *n, struct net_conn *c, unsigned what)
@@ -472,6 +539,7 @@ static long long prepare(struct net *n)
             next = c->deadline;
     }
     n->n_conns = k;
+    n->dead = 0;
     return next;
 }
 

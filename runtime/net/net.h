@@ -4,10 +4,17 @@
  *
  * Listening: every accepted connection is challenged at once and has
  * NET_PROVE_MS to send a good hello (handshake.h); until then it sits in
- * its listener's bounded pool of unproven connections. When a pool is
- * full, or descriptors run short, new connections are closed at once
- * (refused), never one that is already proving itself. A Unix listener
- * closes connections of another uid at once (SO_PEERCRED). A proven hello
+ * its listener's pool of unproven connections. Unproven connections never
+ * take the slots the owner reserved for its proven peers (net_reserve):
+ * together they are held to the rest of the loop's cap, each listener
+ * sure of its even share of it (and of at most its NET_POOL_*). A
+ * connection that finds no room takes the place of the oldest unproven
+ * connection of the listener holding the most (its own on a tie), once
+ * that one is found to have no hello waiting (one that has is proven
+ * instead), so that a stranger's flood can cost a peer a retry but not
+ * keep it out, and a flood on one listener never evicts another's within
+ * its share. A Unix listener closes connections of another uid at once
+ * (SO_PEERCRED). A proven hello
  * goes to the owner's admit callback; an admitted peer is welcomed and its
  * session starts: from then on every frame both ways carries a MAC and an
  * implicit sequence number (session.h).
@@ -41,7 +48,7 @@
 #define NET_CHALLENGE_MS 3000   /* a TCP parent's time to challenge a connection */
 #define NET_CONNECT_TRY_MS 2000 /* one connect to one address */
 #define NET_RETRY_MAX_MS 250    /* the longest wait between dials */
-#define NET_POOL_TCP 4096       /* unproven connections per TCP listener: above a 2000-stranger flood */
+#define NET_POOL_TCP 4096       /* unproven connections per TCP listener at most */
 #define NET_POOL_UNIX 256       /* and per Unix listener */
 #define NET_FD_SPARE 16         /* descriptors kept for all but connections */
 #define NET_UNAUTH_MAX 1024     /* bytes a frame may hold before its sender is proven */
@@ -78,6 +85,9 @@ struct net_conn {
     bool closed_told;        /* NET_EV_CLOSED was given */
     unsigned events;         /* what epoll watches for it (0: not watched) */
     int ev;                  /* its slot in this round's events, or -1 */
+    /* server, unproven: its neighbours in its listener's pool, in the
+     * order they were accepted (NULL at either end) */
+    struct net_conn *older, *newer;
 };
 
 enum net_admit { NET_ADMIT, NET_DROP, NET_REFUSE };
@@ -132,6 +142,12 @@ void net_free(struct net *n);
 /* The most connections n holds at once, below the process's limit (for a
  * loop that shares its process with others: what it was counted for). */
 void net_cap(struct net *n, long conns);
+
+/* Keeps peers of n's connections (net_cap's, or the process's limit) for
+ * proven ones: the most the owner's admit lets in at once, with its own
+ * dials. Unproven connections are held to the rest (at least 1), so that
+ * no stranger takes a peer's slot. Without it nothing is kept. */
+void net_reserve(struct net *n, long peers);
 
 /* The descriptors this process may use for connections: the soft limit,
  * raised to the hard one first. */

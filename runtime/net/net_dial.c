@@ -32,7 +32,7 @@ struct net_conn *net_dial(struct net *n, const struct net_target *t, long long d
     struct net_dial *d = c ? calloc(1, sizeof *d) : NULL;
     if (!d) {
         if (c)
-            c->state = NET_DEAD;
+            net_close(n, c);
         return NULL;
     }
     d->t = *t;
@@ -85,9 +85,7 @@ static void fail(struct net *n, struct net_conn *c, int code, const char *fmt, .
     vsnprintf(c->dial->error.msg, sizeof c->dial->error.msg, fmt, ap);
     va_end(ap);
     c->dial->error.code = code;
-    conn_close(&c->c);
-    c->events = 0;
-    c->state = NET_DEAD;
+    net_close(n, c);
     net_event_add(n, c, NET_EV_FAILED);
 }
 

@@ -15,6 +15,7 @@ struct net_listener {
     int fd;
     bool is_unix;
     size_t unproven, pool_max;
+    struct net_conn *oldest, *newest; /* its unproven connections (net_conn.older, newer) */
 };
 
 struct net {
@@ -23,10 +24,12 @@ struct net {
     int epfd;
     int spare_fd;               /* given up for a moment when accept finds no descriptor */
     long fd_cap;                /* connections at most */
+    long reserve;               /* of them, kept for proven ones (net_reserve) */
     struct net_listener **lis;  /* stable addresses: epoll points at them */
     size_t n_lis;
     struct net_conn **conns;
     size_t n_conns, cap_conns;
+    size_t dead;                /* of n_conns, closed since net_poll last freed them */
     struct net_event *evs;
     size_t n_evs, cap_evs;
     struct cohort_err refusal;  /* net_refuse's; msg "" until then */
