@@ -83,8 +83,10 @@ ok $? "--cohort-verbose says it ($(grep -o '; MPS [^;]*' "$tmp/on.err" | head -1
 ok $? "after the step: no directory, no daemon left ($(left))"
 
 # --- a user who is not root: the daemon and its directories are theirs ---
+# srun as nobody starts in / (env -C): the build tree, this test's working
+# directory, may be closed to it (a clone under a private directory).
 nobody=$(id -u nobody 2>/dev/null)
-if [ -n "$nobody" ] && SLURM_TIMELIMIT=2 on head timeout 120 setpriv --reuid="$nobody" \
+if [ -n "$nobody" ] && SLURM_TIMELIMIT=2 on head timeout 120 env -C / setpriv --reuid="$nobody" \
     --regid="$(id -g nobody)" --clear-groups srun -N1 -n2 --gres=gpu:1 --cohort=infer \
     --cohort-mps "$work/task.sh" >"$tmp/user" 2>"$tmp/user.err"; then
     [ "$(grep -c "uid=$nobody\$" "$tmp/user")" = 2 ] &&
