@@ -1,9 +1,9 @@
 #!/bin/bash
-# bootstrap-compare.sh - cohort's bootstrap time in two builds, their runs
+# boot-bench-compare.sh - cohort's bootstrap time in two builds, their runs
 # interleaved so that a change of load on the machine falls on both: ROUNDS
-# rounds; in each, for every N, bench/bootstrap.sh runs REPS times on one
+# rounds; in each, for every N, bench/boot-bench.sh runs REPS times on one
 # build and then REPS times on the other (BUILD_A first in odd rounds,
-# BUILD_B first in even ones). Measured as bootstrap.sh measures it: from the last
+# BUILD_B first in even ones). Measured as boot-bench.sh measures it: from the last
 # rank's arrival until every rank holds a 128-byte blob broadcast from rank
 # 0 and has passed a barrier, all ranks arriving at once. Prints a Markdown
 # table: per N, the median and the range of all ROUNDS x REPS runs of each
@@ -11,12 +11,12 @@
 # the runs, python3); then the same of the CPU time all ranks of a run spent
 # in that time (where both builds' boot_bench print it); then the load
 # average before and after.
-#   bench/bootstrap-compare.sh BUILD_A BUILD_B ["NS"] [ROUNDS] [REPS]
+#   bench/boot-bench-compare.sh BUILD_A BUILD_B ["NS"] [ROUNDS] [REPS]
 # NS: "64 256" if unset; ROUNDS: 5; REPS: 3 (1-9). TCPStore is not run.
 # A run where a rank failed counts as failed and is left out of the figures.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: bootstrap-compare.sh BUILD_A BUILD_B [NS] [ROUNDS] [REPS]"
+usage="usage: boot-bench-compare.sh BUILD_A BUILD_B [NS] [ROUNDS] [REPS]"
 build_a=${1:?$usage}
 build_b=${2:?$usage}
 ns=${3:-64 256}
@@ -25,11 +25,11 @@ reps=${5:-3}
 log=$(mktemp -d)
 trap 'rm -rf "$log"' EXIT
 
-# one BUILD TAG N: a bootstrap.sh call at N; appends "TAG N MS CPU_MS" per
+# one BUILD TAG N: a boot-bench.sh call at N; appends "TAG N MS CPU_MS" per
 # run (CPU_MS "-" where not printed), or "TAG N failed" once if a run did not
 # complete, to $log/runs.
 one() {
-    "$here/bootstrap.sh" "$1" "$3" "" "$reps" >"$log/table" 2>"$log/err"
+    "$here/boot-bench.sh" "$1" "$3" "" "$reps" >"$log/table" 2>"$log/err"
     if grep -q '| failed' "$log/table"; then
         echo "$2 $3 failed" >>"$log/runs"
         echo "$2 N=$3: failed: $(grep '| failed' "$log/table")" >&2

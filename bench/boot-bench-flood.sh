@@ -1,8 +1,8 @@
 #!/bin/bash
-# bootstrap-flood.sh - cohort's join time with and without a flood of
+# boot-bench-flood.sh - cohort's join time with and without a flood of
 # strangers: from the last rank's arrival until every rank holds a 128-byte
 # blob broadcast from rank 0 and has passed a barrier (bench/boot_bench, as
-# bench/bootstrap.sh measures it), N ranks on NODES simulated nodes of this
+# bench/boot-bench.sh measures it), N ranks on NODES simulated nodes of this
 # machine (tests/bootstrap/spawn), REPS runs of each case, the cases taken
 # in turn within each rep. Cases:
 #   none        undisturbed, all ranks arriving at one instant
@@ -22,15 +22,15 @@
 # (tcp, unix: the attack's descriptors, counted every millisecond by a
 # sampler beside it; tcp-first: the attack's own line), and the root's
 # sockets at the end (strangers still held in its pool included).
-#   bench/bootstrap-flood.sh BUILDDIR [REPS] ["N:NODES ..."] ["CASES"]
+#   bench/boot-bench-flood.sh BUILDDIR [REPS] ["N:NODES ..."] ["CASES"]
 # REPS: 5; sizes: "8:2 64:4"; CASES: "none tcp tcp-first unix" ("unix" is
 # skipped unless run as root). STRANGERS: 2000 if unset. COHORT_TIMEOUT:
 # each rank's deadline, 20 s if unset. TOOLS: the build whose spawn and
 # attack are used (default BUILDDIR): BUILDDIR's bench/boot_bench is what is
-# timed, so TOOLS=AFTER_BUILD bench/bootstrap-flood.sh OLD_BUILD runs an
+# timed, so TOOLS=AFTER_BUILD bench/boot-bench-flood.sh OLD_BUILD runs an
 # older libcohort, whose tree has no attack program, under the same flood.
 set -u
-usage="usage: bootstrap-flood.sh BUILDDIR [REPS] [N:NODES...] [CASES]"
+usage="usage: boot-bench-flood.sh BUILDDIR [REPS] [N:NODES...] [CASES]"
 build=$(cd "${1:?$usage}" && pwd)
 reps=${2:-5}
 sizes=${3:-8:2 64:4}

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bootstrap.sh - time from the last rank's arrival until every rank holds a
+# boot-bench.sh - time from the last rank's arrival until every rank holds a
 # 128-byte blob broadcast from rank 0 and has passed a barrier: cohort's
 # bootstrap (64 ranks per simulated node) and PyTorch's TCPStore (rank 0
 # sets a key, everyone waits for it, then a barrier), N processes on this
@@ -11,14 +11,14 @@
 # takes to load torch, 2500 if unset). Prints a Markdown table; on
 # stderr a line per run with its time, the spread of its arrivals and the
 # CPU time all of cohort's ranks spent from arrival to the end.
-#   bench/bootstrap.sh BUILDDIR ["COHORT_NS"] ["TCPSTORE_NS"] [REPS]
+#   bench/boot-bench.sh BUILDDIR ["COHORT_NS"] ["TCPSTORE_NS"] [REPS]
 # COHORT_NS: "64 256 1024 4096" if unset; TCPSTORE_NS: "64 256" if unset, ""
 # for none (cohort alone, no torch needed).
 # BUILDDIR without a Makefile: a copy holding only the built bench/boot_bench
 # and tests/bootstrap/spawn, run as is. PYTHON: the interpreter with torch.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-build=$(cd "${1:?usage: bootstrap.sh BUILDDIR [COHORT_NS] [TCPSTORE_NS]}" && pwd)
+build=$(cd "${1:?usage: boot-bench.sh BUILDDIR [COHORT_NS] [TCPSTORE_NS]}" && pwd)
 cohort_ns=${2:-64 256 1024 4096}
 store_ns=${3-64 256}
 reps=${4:-1}

@@ -10,7 +10,7 @@
 # the simulator's prediction of the same: 64 ranks on 8 simulated nodes and
 # 256 on 32 (tests/bootstrap/spawn, bench/boot_bench: cohort_init, a 128-byte
 # bcast and a barrier, every rank released at one instant; time from the
-# last rank's arrival to the last rank's end, as bench/bootstrap.sh; the
+# last rank's arrival to the last rank's end, as bench/boot-bench.sh; the
 # median of REPS runs, 3 if unset). The real runs put every process on this
 # machine's few CPUs: they are CPU-bound, where the simulator gives each
 # rank a core of its own. Prints Markdown tables, the measured costs, the

@@ -2,7 +2,7 @@
 # store-bench.sh - PyTorch's store, cohort's (--cohort-store: one node agent
 # per simulated node, node 0's agent starting the store holder) against
 # PyTorch's own TCPStore (torch 1.x, hosted by one Python process as rank 0
-# would host it), both in the same run. N ranks of bench/store_rank (no
+# would host it), both in the same run. N ranks of bench/store_bench (no
 # torch: the store work of init_process_group("nccl") and one store-based
 # barrier, in TCPStore's wire protocol) on this machine, RANKS_PER_NODE to
 # a simulated node (8 if unset) in a block layout (tests/bootstrap/spawn);
@@ -21,7 +21,7 @@
 #   bench/store-bench.sh BUILDDIR ["NS"] [REPS] [RANKS_PER_NODE]
 # NS: "64 256 1024" if unset. PYTHON: the interpreter with torch
 # (/usr/bin/python3 if unset); without torch the TCPStore column says so.
-# BUILDDIR without a Makefile: a copy holding the built bench/store_rank,
+# BUILDDIR without a Makefile: a copy holding the built bench/store_bench,
 # tests/bootstrap/spawn, runtime/agent/cohort-agent and
 # runtime/coord/cohort-work-coord, run as is.
 set -u
@@ -32,10 +32,10 @@ per_node=${4:-8}
 py=${PYTHON:-/usr/bin/python3}
 ms_per_rank=${MS_PER_RANK:-15}
 if [ -f "$build/Makefile" ]; then
-    make -s -C "$build" bench/store_rank tests/bootstrap/spawn runtime/agent/cohort-agent \
+    make -s -C "$build" bench/store_bench tests/bootstrap/spawn runtime/agent/cohort-agent \
         runtime/coord/cohort-work-coord >/dev/null || exit 1
 fi
-rank_bin="$build/bench/store_rank"
+rank_bin="$build/bench/store_bench"
 spawn="$build/tests/bootstrap/spawn"
 agent_bin="$build/runtime/agent/cohort-agent"
 coord_bin="$build/runtime/coord/cohort-work-coord"
@@ -184,7 +184,7 @@ sys.stdin.read()  # until the input is closed: the store lives until all ranks a
     return 1
 }
 
-# run NAME N M PORTS: N store_rank processes (spawn, M nodes) into $f,
+# run NAME N M PORTS: N store_bench processes (spawn, M nodes) into $f,
 # PORTS the port of each node's store (MASTER_PORT where there is one).
 run() {
     local var=STORE_RANK_PORTS

@@ -1,4 +1,4 @@
-/* store_rank.c - one rank of the store benchmark (bench/store-bench.sh), no
+/* store_bench.c - one rank of the store benchmark (bench/store-bench.sh), no
  * torch: it speaks PyTorch's TCPStore wire protocol (the torch 1.x
  * dialect, little-endian) to MASTER_ADDR:MASTER_PORT and does the store
  * work of an unchanged init_process_group("nccl") and one store-based
@@ -49,7 +49,7 @@ static long long now_ns(void)
 
 static int fail(const char *what)
 {
-    fprintf(stderr, "store_rank %d: %s%s%s\n", rank, what, errno ? ": " : "",
+    fprintf(stderr, "store_bench %d: %s%s%s\n", rank, what, errno ? ": " : "",
             errno ? strerror(errno) : "");
     return -1;
 }

@@ -8,8 +8,8 @@ runtime_store_libcohort_store_la_SOURCES = runtime/store/tcpstore.h runtime/stor
 	runtime/store/store_msg.c
 
 ## One rank of the store benchmark: the store work of init_process_group and
-## a barrier in TCPStore's wire protocol, no torch (`make bench/store_rank`;
+## a barrier in TCPStore's wire protocol, no torch (`make bench/store_bench`;
 ## bench/store-bench.sh, docs/performance.md, "PyTorch's store").
-EXTRA_PROGRAMS += bench/store_rank
-bench_store_rank_LDFLAGS = -no-install
+EXTRA_PROGRAMS += bench/store_bench
+bench_store_bench_LDFLAGS = -no-install
 EXTRA_DIST += bench/store-bench.sh
