@@ -18,6 +18,7 @@ EXTRA_DIST += runtime/bootstrap/pmix_boot.c runtime/bootstrap/pmix_boot.h
 ## The tree simulated at up to 131,072 ranks (`make bench/boot_sim`,
 ## bench/boot-sim.sh): tree_up_node and tree_open are the real ones.
 check_PROGRAMS += bench/boot_sim
+bench_boot_sim_SOURCES = bench/boot_sim.c bench/boot_sim_costs.c bench/boot_sim.h
 bench_boot_sim_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
 bench_boot_sim_LDADD = runtime/bootstrap/libcohort_bootstrap.la runtime/net/libcohort_net.la \
 	runtime/planner/libcohort_planner_base.la $(CRYPTO_LIBS)
