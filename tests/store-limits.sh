@@ -5,11 +5,13 @@
 # (tests/store/store_limits.py): a WAIT naming one key 2^20 times, a
 # client that reads none of 16 answers of 32 MiB (closed alone, with a
 # line; the agent's and holder's memory bounded), WATCH_KEY's messages,
-# the queues. Each case gets its own agent and holder, and 300 s: a
-# quadratic wait never ends within them. TAP.
+# watchers of a key set to the longest values that read nothing (each
+# closed with the holder's line, the others served, memory bounded), the
+# queues. Each case gets its own agents and holder, and 300 s: a quadratic
+# wait never ends within them. TAP.
 . "$COHORT_SRCDIR/tests/tap.sh"
 py=${COHORT_PYTHON:-/usr/bin/python3}
-for c in wait reader watch queue; do
+for c in wait reader watch watchers queue; do
     out=$(cd "$COHORT_SRCDIR/tests/store" && timeout 300 "$py" store_limits.py "$c" 2>&1)
     line=$(printf '%s\n' "$out" | grep -m1 -E "^(not )?ok $c: ")
     [ "${line#ok }" != "$line" ]

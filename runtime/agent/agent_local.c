@@ -257,15 +257,18 @@ static void answer(struct agent *a, const struct wire_frame *f)
         return; /* gone since */
     if (f->flags == STORE_REPLY) {
         agent_local_write(a, c, rest, len);
-    } else if (f->flags == STORE_DROP || f->flags == STORE_NOTE) {
+    } else if (f->flags == STORE_DROP || f->flags == STORE_NOTE || f->flags == STORE_CLOSE) {
         char line[COHORT_ERR_LEN + 128];
         int k = (int)(len > COHORT_ERR_LEN ? COHORT_ERR_LEN : len);
         if (f->flags == STORE_DROP)
             snprintf(line, sizeof line, "cohort: store: PyTorch's store client asked for %.*s; "
                      "the connection is closed", k, (const char *)rest);
+        else if (f->flags == STORE_CLOSE)
+            snprintf(line, sizeof line, "cohort: store: %.*s; the connection is closed", k,
+                     (const char *)rest);
         else
             snprintf(line, sizeof line, "%.*s", k, (const char *)rest);
-        agent_local_note(a, c, line, f->flags == STORE_DROP);
+        agent_local_note(a, c, line, f->flags != STORE_NOTE);
     }
 }
 

@@ -160,6 +160,31 @@ static bool events(struct agent *a)
     return true;
 }
 
+#define POLL_HEAD 4 /* standard input, the listener, the loop, the link's socket */
+
+/* The poll's entries: the plugin's lines, the listener, the loop's epoll
+ * descriptor, the link's own socket while it has output (the loop's
+ * interest in writing was set at its last poll, maybe before clients queued
+ * more), then each client. A closing client is polled for its output
+ * alone, and none is read while the link is backed up (the kernel holds
+ * what they send); a client polled for nothing is left out (a negative
+ * descriptor), so that a hang-up it cannot be served for yet does not wake
+ * the agent again and again. */
+static void poll_set(struct agent *a, struct pollfd *p)
+{
+    bool up_out = a->up_ready && a->up->c.out_len;
+    p[0] = (struct pollfd){.fd = 0, .events = POLLIN};
+    p[1] = (struct pollfd){.fd = a->lfd, .events = POLLIN};
+    p[2] = (struct pollfd){.fd = net_fd(a->net), .events = POLLIN};
+    p[3] = (struct pollfd){.fd = up_out ? a->up->c.fd : -1, .events = POLLOUT};
+    bool up_full = agent_up_full(a);
+    for (size_t i = 0; i < a->n_c; i++) {
+        short ev = (short)((a->c[i].closing || up_full ? 0 : POLLIN) |
+                           (a->c[i].out_len ? POLLOUT : 0));
+        p[POLL_HEAD + i] = (struct pollfd){.fd = ev ? a->c[i].fd : -1, .events = ev};
+    }
+}
+
 /* Serves until the plugin closes standard input. */
 static void serve(struct agent *a)
 {
@@ -167,24 +192,15 @@ static void serve(struct agent *a)
     size_t cap = 0;
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
     for (;;) {
-        if (cap < a->n_c + 3) {
+        if (cap < a->n_c + POLL_HEAD) {
             struct pollfd *q = realloc(p, (cap = a->n_c + 64) * sizeof *q);
             if (!q)
                 break;
             p = q;
         }
-        p[0] = (struct pollfd){.fd = 0, .events = POLLIN};
-        p[1] = (struct pollfd){.fd = a->lfd, .events = POLLIN};
-        p[2] = (struct pollfd){.fd = net_fd(a->net), .events = POLLIN};
-        /* a closing client: only its output; none read while the holder's
-         * link is backed up (the kernel holds what they send) */
-        bool up_full = agent_up_full(a);
-        for (size_t i = 0; i < a->n_c; i++)
-            p[3 + i] = (struct pollfd){.fd = a->c[i].fd,
-                                       .events = (a->c[i].closing || up_full ? 0 : POLLIN) |
-                                                 (a->c[i].out_len ? POLLOUT : 0)};
+        poll_set(a, p);
         bool dialing = !a->up_ready && !a->up_error[0];
-        if (poll(p, 3 + a->n_c, dialing ? 20 : 1000) < 0 && errno != EINTR)
+        if (poll(p, POLL_HEAD + a->n_c, dialing ? 20 : 1000) < 0 && errno != EINTR)
             break;
         if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && !events(a))
             break;
@@ -195,8 +211,8 @@ static void serve(struct agent *a)
             agent_local_up_events(a, ev, n);
         size_t served = a->n_c; /* clients accepted below are polled next round */
         for (size_t i = 0; i < served; i++)
-            if (p[3 + i].revents)
-                agent_local_serve(a, i, p[3 + i].revents);
+            if (p[POLL_HEAD + i].revents)
+                agent_local_serve(a, i, p[POLL_HEAD + i].revents);
         if (p[1].revents & POLLIN)
             agent_local_accept(a);
         agent_local_sweep(a);

@@ -1,5 +1,6 @@
 /* store_holder.c - the step's store served to the node agents (see
- * store_holder.h). */
+ * store_holder.h): their frames read, answered through the store, and what
+ * each node may have unsent bounded. */
 #include "store_holder.h"
 
 #include <stdio.h>
@@ -13,10 +14,19 @@
 #define HOLDER_WAIT_MS 1000 /* the longest poll: the join deadline looked at this often */
 #define HOLDER_HELD_MS 1000 /* after a loss, a wait on one key this long is told of it */
 /* An agent's queries wait (in its connection, then in the kernel, then in
- * the agent) while this much of the holder's answers to it is unsent: the
- * holder holds at most this and one answer per agent, whatever its clients
- * read. */
+ * the agent) while this much of the holder's answers to it is unsent. */
 #define HOLDER_OUT_MAX (16u << 20)
+/* What the holder keeps unsent to one node at most: an answer or a watch's
+ * message that would take it past this closes the client it is for (with
+ * a line) instead of being queued. A node's queries are read while under
+ * HOLDER_OUT_MAX and an answer is at most a frame, so what can pass it is
+ * the messages to the node's watchers (of changes any node makes) and the
+ * answers queued after them; the holder's memory is its keys and values
+ * and this much per node, whatever the clients watch or read. */
+#define HOLDER_NODE_MAX (HOLDER_OUT_MAX + WIRE_MAX_PAYLOAD_DEFAULT)
+
+_Static_assert(STORE_ANSWER_MAX + STORE_MSG_HEAD <= WIRE_MAX_PAYLOAD_DEFAULT,
+               "every answer of the store fits in one frame");
 
 struct store_holder {
     const struct coord_config *cfg;
@@ -34,7 +44,8 @@ struct store_holder {
     size_t n_held, cap_held;
     size_t n_last;            /* during a look: how many of held are the last look's */
     int64_t next_look;        /* when the waits are looked at next */
-    bool *held_back;          /* per node: frames left unread (HOLDER_OUT_MAX) */
+    bool *held_back;          /* per node: whether its frames are left unread, while
+                               * HOLDER_OUT_MAX of answers to it is unsent */
     uint32_t n_held_back;
 };
 
@@ -55,12 +66,6 @@ static void send_agent(struct store_holder *sh, uint64_t client, enum store_msg_
                        const void *p, size_t len)
 {
     struct net_conn *c = sh->agent[client >> 32];
-    static const char big[] = "an answer over 64 MiB, more than one frame holds";
-    if (len > WIRE_MAX_PAYLOAD_DEFAULT - STORE_MSG_HEAD) { /* that client fails, not the link */
-        op = STORE_DROP;
-        p = big;
-        len = sizeof big - 1;
-    }
     uint8_t *b = malloc(STORE_MSG_HEAD + len);
     if (!b) {
         sh->oom = true;
@@ -75,9 +80,23 @@ static void send_agent(struct store_holder *sh, uint64_t client, enum store_msg_
     free(b);
 }
 
+/* The store's answers and watch messages, each to its client's node
+ * unless it would take what is unsent to the node past HOLDER_NODE_MAX:
+ * then the client is closed, with a line, and the store told (1). */
 static int reply(void *ctx, uint64_t client, const uint8_t *p, size_t len)
 {
     struct store_holder *sh = ctx;
+    struct net_conn *c = sh->agent[client >> 32];
+    size_t unsent = c ? c->c.out_len : 0;
+    if (unsent + STORE_MSG_HEAD + len > HOLDER_NODE_MAX) {
+        char line[300];
+        int l = snprintf(line, sizeof line, "the store holder has %zu bytes unsent to this "
+                         "client's node, and %zu more for this client would pass its %u MiB "
+                         "(the node's clients watch keys that change faster than the node "
+                         "takes the messages, or read too slowly)", unsent, len, HOLDER_NODE_MAX >> 20);
+        send_agent(sh, client, STORE_CLOSE, line, (size_t)l);
+        return sh->oom ? -1 : 1;
+    }
     send_agent(sh, client, STORE_REPLY, p, len);
     return sh->oom ? -1 : 0;
 }
@@ -256,14 +275,16 @@ static void lost(struct store_holder *sh, uint32_t node)
 }
 
 /* Every whole frame node's agent sent, while what is unsent to it stays
- * under HOLDER_OUT_MAX (the rest is read once it is under again). */
-static void serve(struct store_holder *sh, struct net_conn *c)
+ * under HOLDER_OUT_MAX (the rest is read once it is under again); all of
+ * them when its connection closed, since they are its last (a departing
+ * rank's final SET, which other nodes may wait for). */
+static void serve(struct store_holder *sh, struct net_conn *c, bool closed)
 {
     struct wire_frame f;
     struct cohort_err e;
     int got = 0;
     uint32_t node = c->c.node;
-    hold_back(sh, node, c->c.out_len >= HOLDER_OUT_MAX);
+    hold_back(sh, node, !closed && c->c.out_len >= HOLDER_OUT_MAX);
     while (!sh->held_back[node] &&
            (got = conn_next(&c->c, WIRE_MAX_PAYLOAD_DEFAULT, &f, &e)) > 0) {
         if (request(sh, node, &f) < 0) {
@@ -272,12 +293,29 @@ static void serve(struct store_holder *sh, struct net_conn *c)
             break;
         }
         conn_consume(&c->c, &f);
-        hold_back(sh, node, c->c.out_len >= HOLDER_OUT_MAX);
+        hold_back(sh, node, !closed && c->c.out_len >= HOLDER_OUT_MAX);
     }
     if (got < 0) {
         fprintf(stderr, "cohort: store holder: the agent of node %u sent what is not a "
                         "request (%s): its connection is closed\n", node, e.msg);
         lost(sh, node);
+    }
+}
+
+/* The nodes held back whose unsent answers are under HOLDER_OUT_MAX once
+ * written as far as their sockets take them now are read again. Called
+ * after each round and before each poll: the loop's own write (net_poll
+ * writes what is queued before it waits) can bring a node under with no
+ * event to follow when its frames are read already, and this write leaves
+ * it only what the agent takes between the two. */
+static void resume(struct store_holder *sh)
+{
+    for (uint32_t node = 0; sh->n_held_back && node < sh->cfg->num_nodes; node++) {
+        struct net_conn *c = sh->agent[node];
+        if (!sh->held_back[node] || (c->c.out_len && conn_flush(&c->c) < 0))
+            continue; /* a peer gone: its close is the loop's next event */
+        if (c->c.out_len < HOLDER_OUT_MAX)
+            serve(sh, c, false);
     }
 }
 
@@ -294,13 +332,10 @@ static void on_events(struct store_holder *sh, struct net_event *ev, int n)
         if (c->state != NET_READY || sh->agent[c->c.node] != c)
             continue;
         if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
-            serve(sh, c);
+            serve(sh, c, ev[i].what & NET_EV_CLOSED);
         if ((ev[i].what & NET_EV_CLOSED) && sh->agent[c->c.node] == c)
             lost(sh, c->c.node);
     }
-    for (uint32_t node = 0; sh->n_held_back && node < sh->cfg->num_nodes; node++)
-        if (sh->held_back[node] && sh->agent[node]->c.out_len < HOLDER_OUT_MAX)
-            serve(sh, sh->agent[node]);
 }
 
 int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err *err)
@@ -309,6 +344,9 @@ int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err
     int64_t now = net_now_ms();
     while (sh->connected || (sh->came < sh->cfg->num_nodes && now < sh->join_by)) {
         struct net_event *ev;
+        resume(sh);
+        if (sh->oom)
+            return cohort_fail(err, "out of memory");
         int64_t wait = sh->gone[0] ? sh->next_look - now : HOLDER_WAIT_MS;
         wait = wait < 0 ? 0 : wait > HOLDER_WAIT_MS ? HOLDER_WAIT_MS : wait;
         int n = net_poll(net, (int)wait, &ev, err);

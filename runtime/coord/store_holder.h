@@ -7,8 +7,10 @@
  * key and what is gone (a note in its task's stderr, once); PyTorch's own
  * timeout then ends the wait, as it would with its own store. An agent's
  * queries are read while less than 16 MiB of answers to it are unsent
- * (the agent closes a client that does not read its own), so that the
- * holder's memory is its keys and values and a bounded queue per node. */
+ * (the agent closes a client that does not read its own), and an answer or
+ * a watch's message that would leave over 80 MiB unsent to a node closes
+ * the client it is for, with a line, so that the holder's memory is its
+ * keys and values and a bounded queue per node. */
 #ifndef COHORT_STORE_HOLDER_H
 #define COHORT_STORE_HOLDER_H
 

@@ -3,7 +3,8 @@
  * store_watch.c's). Keys hash into chained buckets; an entry, once made
  * (set, waited for, watched or queued on), lives as long as the store, so
  * that a waiting client may point at it whatever happens to its value.
- * A wait and each of its keys know each other's place, and a key named
+ * A wait and each of its keys know each other's place (a key's waits in a
+ * list, oldest first, each taken out in constant time), and a key named
  * twice in one WAIT is counted once, so that a wait costs its keys' count
  * to make, to answer and to end (a WAIT of one key 2^20 times included). */
 #include "store_kv_private.h"
@@ -33,17 +34,16 @@ int store_kv_new(store_reply_fn reply, void *ctx, struct store_kv **out)
 
 static void waiter_free(struct waiter *w)
 {
-    free(w->on);
-    free(w->pos);
+    free(w->refs);
     free(w);
 }
 
 void kv_waiters_free(struct store_kv *kv)
 {
     for (size_t i = 0; i < KV_BUCKETS; i++)
-        for (struct waiter *w = kv->w[i], *next; w; w = next) {
-            next = w->next;
-            waiter_free(w);
+        for (struct by_client *b = kv->w[i], *next; b; b = next) {
+            next = b->next;
+            waiter_free((struct waiter *)b);
         }
 }
 
@@ -85,6 +85,8 @@ struct entry *kv_entry_of(struct store_kv *kv, const uint8_t *k, size_t n)
         return NULL;
     }
     memcpy(e->key, k, n);
+    link_init(&e->waiting);
+    link_init(&e->watching);
     e->klen = n;
     e->hash = hash_of(k, n);
     e->next = kv->b[e->hash % kv->nb];
@@ -100,7 +102,12 @@ bool kv_ready(const struct entry *e)
 
 int kv_answer(struct store_kv *kv, uint64_t client, const void *p, size_t n)
 {
-    return kv->reply(kv->ctx, client, p, n) < 0 ? STORE_ENOMEM : STORE_OK;
+    if (kv->dropped.n && kv_set_get(&kv->dropped, client))
+        return STORE_OK; /* refused earlier in this query: nothing more is sent */
+    int r = kv->reply(kv->ctx, client, p, n);
+    if (r <= 0)
+        return r < 0 ? STORE_ENOMEM : STORE_OK;
+    return kv_set_add(&kv->dropped, client, kv) < 0 ? STORE_ENOMEM : KV_REFUSED;
 }
 
 int kv_answer_byte(struct store_kv *kv, uint64_t client, uint8_t b)
@@ -115,61 +122,114 @@ int kv_answer_i64(struct store_kv *kv, uint64_t client, int64_t v)
     return kv_answer(kv, client, b, 8);
 }
 
+uint8_t *kv_put_vec(uint8_t *out, const uint8_t *v, size_t n)
+{
+    ts_put64(out, n);
+    if (n)
+        memcpy(out + 8, v, n);
+    return out + 8 + n;
+}
+
 int kv_fail(char *why, size_t len, const char *fmt, const uint8_t *key, size_t klen)
 {
     snprintf(why, len, fmt, (int)(klen > 200 ? 200 : klen), (const char *)key);
     return STORE_FAIL;
 }
 
+/* --- the sets and buckets of waits and watches ---------------------- */
+
+struct by_client **kv_slot(struct by_client **buckets, uint64_t client)
+{
+    struct by_client **s = &buckets[client % KV_BUCKETS];
+    while (*s && (*s)->client != client)
+        s = &(*s)->next;
+    return s;
+}
+
+static size_t set_home(const struct kv_set *s, uint64_t key)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (s->cap - 1);
+}
+
+void *kv_set_get(const struct kv_set *s, uint64_t key)
+{
+    if (!s->cap)
+        return NULL;
+    for (size_t i = set_home(s, key); s->val[i]; i = (i + 1) & (s->cap - 1))
+        if (s->key[i] == key)
+            return s->val[i];
+    return NULL;
+}
+
+static void set_put(struct kv_set *s, uint64_t key, void *val)
+{
+    size_t i = set_home(s, key);
+    while (s->val[i])
+        i = (i + 1) & (s->cap - 1);
+    s->key[i] = key;
+    s->val[i] = val;
+    s->n++;
+}
+
+int kv_set_add(struct kv_set *s, uint64_t key, void *val)
+{
+    if (2 * (s->n + 1) > s->cap) {
+        struct kv_set g = {.cap = s->cap ? 2 * s->cap : 16};
+        g.key = malloc(g.cap * sizeof *g.key);
+        g.val = calloc(g.cap, sizeof *g.val);
+        if (!g.key || !g.val) {
+            kv_set_free(&g);
+            return STORE_ENOMEM;
+        }
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->val[i])
+                set_put(&g, s->key[i], s->val[i]);
+        kv_set_free(s);
+        *s = g;
+    }
+    set_put(s, key, val);
+    return STORE_OK;
+}
+
+void kv_set_free(struct kv_set *s)
+{
+    free(s->key);
+    free(s->val);
+    *s = (struct kv_set){0};
+}
+
 /* --- waits ---------------------------------------------------------- */
 
-static struct waiter **waiter_slot(struct store_kv *kv, uint64_t client)
+/* The wait of ref r counts r's key as set; answered when it was its last
+ * key. 1 answered, 0 not (keys left, or the client refused), or
+ * STORE_ENOMEM. */
+static int count_set(struct store_kv *kv, struct wref *r)
 {
-    struct waiter **w = &kv->w[client % KV_BUCKETS];
-    while (*w && (*w)->client != client)
-        w = &(*w)->next;
-    return w;
-}
-
-/* Takes e's i-th wait reference out (the last one takes its place). */
-static void unref(struct entry *e, size_t i)
-{
-    struct wref last = e->waiting[--e->n_waiting];
-    if (i == e->n_waiting)
-        return;
-    e->waiting[i] = last;
-    last.w->pos[last.j] = i;
-}
-
-/* The wait of e's i-th reference counts e as set; answered when it was
- * its last key. 1 answered, 0 not yet, or STORE_ENOMEM. */
-static int count_set(struct store_kv *kv, struct entry *e, size_t i)
-{
-    struct waiter *w = e->waiting[i].w;
-    w->pos[e->waiting[i].j] = KV_DONE;
-    unref(e, i);
+    struct waiter *w = r->w;
+    link_del(&r->l);
     if (--w->left > 0)
         return 0;
-    uint64_t client = w->client;
-    struct waiter **slot = waiter_slot(kv, client);
-    *slot = w->next;
+    uint64_t client = w->k.client;
+    struct by_client **slot = kv_slot(kv->w, client);
+    *slot = w->k.next;
     waiter_free(w);
-    return kv_answer_byte(kv, client, TS_STOP_WAITING) < 0 ? STORE_ENOMEM : 1;
+    int rc = kv_answer_byte(kv, client, TS_STOP_WAITING);
+    return rc < 0 ? STORE_ENOMEM : rc == KV_REFUSED ? 0 : 1;
 }
 
 int kv_wake(struct store_kv *kv, struct entry *e)
 {
     int rc = STORE_OK;
-    while (e->n_waiting)
-        if (count_set(kv, e, e->n_waiting - 1) < 0)
+    while (!link_empty(&e->waiting))
+        if (count_set(kv, (struct wref *)e->waiting.next) < 0)
             rc = STORE_ENOMEM;
     return rc;
 }
 
 int kv_wake_one(struct store_kv *kv, struct entry *e)
 {
-    while (e->n_waiting) {
-        int r = count_set(kv, e, 0);
+    while (!link_empty(&e->waiting)) {
+        int r = count_set(kv, (struct wref *)e->waiting.next);
         if (r != 0)
             return r < 0 ? STORE_ENOMEM : STORE_OK;
     }
@@ -178,13 +238,13 @@ int kv_wake_one(struct store_kv *kv, struct entry *e)
 
 void kv_wait_end(struct store_kv *kv, uint64_t client)
 {
-    struct waiter **slot = waiter_slot(kv, client), *w = *slot;
+    struct by_client **slot = kv_slot(kv->w, client);
+    struct waiter *w = (struct waiter *)*slot;
     if (!w)
         return;
     for (size_t j = 0; j < w->n_on; j++)
-        if (w->pos[j] != KV_DONE)
-            unref(w->on[j], w->pos[j]);
-    *slot = w->next;
+        link_del(&w->refs[j].l); /* a key set already: a link alone, unchanged */
+    *slot = w->k.next;
     waiter_free(w);
 }
 
@@ -193,12 +253,14 @@ void store_kv_waiters(const struct store_kv *kv,
                       void *ctx)
 {
     for (size_t i = 0; i < KV_BUCKETS; i++)
-        for (const struct waiter *w = kv->w[i]; w; w = w->next)
+        for (const struct by_client *b = kv->w[i]; b; b = b->next) {
+            const struct waiter *w = (const struct waiter *)b;
             for (size_t j = 0; j < w->n_on; j++)
-                if (w->pos[j] != KV_DONE) {
-                    fn(ctx, w->client, w->on[j]->key, w->on[j]->klen);
+                if (!link_empty(&w->refs[j].l)) {
+                    fn(ctx, b->client, w->refs[j].e->key, w->refs[j].e->klen);
                     break;
                 }
+        }
 }
 
 int64_t store_kv_size(const struct store_kv *kv)
@@ -206,49 +268,32 @@ int64_t store_kv_size(const struct store_kv *kv)
     return kv->n_set;
 }
 
-/* e is waited for by w, as its key j. */
-static int add_ref(struct entry *e, struct waiter *w, size_t j)
-{
-    if (e->n_waiting == e->cap_waiting) {
-        size_t cap = e->cap_waiting ? 2 * e->cap_waiting : 4;
-        struct wref *r = realloc(e->waiting, cap * sizeof *r);
-        if (!r)
-            return STORE_ENOMEM;
-        e->waiting = r;
-        e->cap_waiting = cap;
-    }
-    w->pos[j] = e->n_waiting;
-    e->waiting[e->n_waiting++] = (struct wref){w, j};
-    return STORE_OK;
-}
-
 int kv_wait(struct store_kv *kv, uint64_t client, struct ts_cursor c, uint64_t n)
 {
     kv_wait_end(kv, client); /* a client waits once at a time */
     struct waiter *w = calloc(1, sizeof *w);
-    if (!w || !(w->on = calloc(n ? n : 1, sizeof *w->on)) ||
-        !(w->pos = calloc(n ? n : 1, sizeof *w->pos))) {
-        if (w)
-            free(w->on);
+    if (!w || !(w->refs = calloc(n ? n : 1, sizeof *w->refs))) {
         free(w);
         return STORE_ENOMEM;
     }
-    w->client = client;
-    w->next = kv->w[client % KV_BUCKETS];
-    kv->w[client % KV_BUCKETS] = w;
+    w->k.client = client;
+    w->k.next = kv->w[client % KV_BUCKETS];
+    kv->w[client % KV_BUCKETS] = &w->k;
     uint64_t mark = ++kv->mark;
     const uint8_t *k;
     size_t kl;
     while (ts_string(&c, &k, &kl) == 0) {
         struct entry *e = kv_entry_of(kv, k, kl);
-        if (e && (e->mark == mark || kv_ready(e)))
-            continue; /* named already, or set */
-        if (!e || add_ref(e, w, w->n_on) < 0) {
+        if (!e) {
             kv_wait_end(kv, client);
             return STORE_ENOMEM;
         }
+        if (e->mark == mark || kv_ready(e))
+            continue; /* named already, or set */
         e->mark = mark;
-        w->on[w->n_on++] = e;
+        struct wref *r = &w->refs[w->n_on++];
+        *r = (struct wref){.w = w, .e = e};
+        link_add(&e->waiting, &r->l);
     }
     w->left = w->n_on;
     if (w->left > 0)

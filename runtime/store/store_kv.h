@@ -3,13 +3,16 @@
  * body, tcpstore.h), answers out through a callback, now or when a key a
  * client waits for is set, or one it watches changes (torch 1.x's
  * WATCH_KEY: each change is a message to the watching client, as TCPStore
- * sends it); torch 2.x's queues (QUEUE_PUSH, QUEUE_POP, QUEUE_LEN; a value
- * on a key's queue ends a WAIT or CHECK of the key, as a set key does, and
- * a push wakes one waiting client). Clients are numbers the caller gives.
+ * sends it, one per change however often the client asked to watch the
+ * key; 65536 keys watched at most per client); torch 2.x's queues
+ * (QUEUE_PUSH, QUEUE_POP, QUEUE_LEN; a value on a key's queue ends a WAIT
+ * or CHECK of the key, as a set key does, and a push wakes the client that
+ * has waited for the key longest). Clients are numbers the caller gives.
  * What TCPStore's server does not serve (it drops the client) is a failure
  * with a sentence: a GET or MULTI_GET of a key not set, an ADD to a value
  * that is not a number; and, where TCPStore has no limit, an APPEND past
- * TS_VALUE_MAX and a MULTI_GET answer over STORE_ANSWER_MAX. Every query
+ * TS_VALUE_MAX, a MULTI_GET answer over STORE_ANSWER_MAX and a client's
+ * WATCH_KEY of a 65537th key. Every query
  * costs what its keys and values weigh: a WAIT naming one key 2^20 times
  * costs 2^20 steps to make, to answer and to end. Timeouts are the
  * client's own, as with TCPStore: a wait here lasts until its keys are
@@ -25,11 +28,16 @@
 
 enum { STORE_OK = 0, STORE_FAIL = -1, STORE_ENOMEM = -2 };
 
-/* The longest answer given (MULTI_GET's, the one that can be longer than
- * a value): it fits in one of cohort's frames with its head. */
+/* The longest answer given (MULTI_GET's, and a watch's message, the ones
+ * that can be longer than a value): it fits in one of cohort's frames with
+ * its head. */
 #define STORE_ANSWER_MAX ((64u << 20) - 64)
 
-/* Sends an answer's bytes to a client: 0, or -1 when out of memory. */
+/* Sends an answer's bytes to a client: 0; -1 when out of memory; or 1 when
+ * the caller refuses them and closes the client instead (having told it
+ * why): the store then sends it nothing more, and ends its wait and
+ * watches once the query being served is done, as if it had gone (a push
+ * whose answer to a waiting client is refused wakes the next). */
 typedef int (*store_reply_fn)(void *ctx, uint64_t client, const uint8_t *p, size_t len);
 
 struct store_kv;

@@ -17,6 +17,8 @@ enum store_msg_op {
     STORE_DROP,      /* holder -> agent: client, a sentence: its query failed,
                       * the connection is closed as TCPStore closes it */
     STORE_NOTE,      /* holder -> agent: client, a sentence for its task's stderr */
+    STORE_CLOSE,     /* holder -> agent: client, a sentence: the holder closes it
+                      * (what its node has unsent would pass the holder's bound) */
 };
 
 #define STORE_MSG_HEAD 4 /* the client's number */

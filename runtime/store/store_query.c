@@ -17,14 +17,14 @@ void store_kv_free(struct store_kv *kv)
     for (size_t i = 0; kv->b && i < kv->nb; i++)
         for (struct entry *e = kv->b[i], *next; e; e = next) {
             next = e->next;
-            kv_entry_watch_free(e);
+            kv_queue_free(e);
             free(e->key);
             free(e->val);
-            free(e->waiting);
             free(e);
         }
     kv_waiters_free(kv);
     kv_watchers_free(kv);
+    kv_set_free(&kv->dropped);
     free(kv->b);
     free(kv);
 }
@@ -38,15 +38,15 @@ void store_kv_gone(struct store_kv *kv, uint64_t client)
 void store_kv_gone_group(struct store_kv *kv, uint32_t group)
 {
     for (size_t i = 0; i < KV_BUCKETS; i++) {
-        for (struct waiter *w = kv->w[i], *next; w; w = next) {
-            next = w->next;
-            if (w->client >> 32 == group)
-                kv_wait_end(kv, w->client);
+        for (struct by_client *b = kv->w[i], *next; b; b = next) {
+            next = b->next;
+            if (b->client >> 32 == group)
+                kv_wait_end(kv, b->client);
         }
-        for (struct watcher *w = kv->watch[i], *next; w; w = next) {
-            next = w->next;
-            if (w->client >> 32 == group)
-                kv_watch_end(kv, w->client);
+        for (struct by_client *b = kv->watch[i], *next; b; b = next) {
+            next = b->next;
+            if (b->client >> 32 == group)
+                kv_watch_end(kv, b->client);
         }
     }
 }
@@ -59,7 +59,7 @@ int kv_put(struct store_kv *kv, struct entry *e, const uint8_t *v, size_t n)
     if (n)
         memcpy(copy, v, n);
     if (kv_notify(kv, e, e->set ? TS_KEY_UPDATED : TS_KEY_CREATED, e->val, e->set ? e->vlen : 0,
-                  v, n, NULL, 0) < 0) {
+                  v, n) < 0) {
         free(copy);
         return STORE_ENOMEM;
     }
@@ -71,21 +71,12 @@ int kv_put(struct store_kv *kv, struct entry *e, const uint8_t *v, size_t n)
     return kv_wake(kv, e);
 }
 
-/* A value's bytes with its u64 length in front, appended to out. */
-static uint8_t *put_vec(uint8_t *out, const uint8_t *v, size_t n)
-{
-    ts_put64(out, n);
-    if (n)
-        memcpy(out + 8, v, n);
-    return out + 8 + n;
-}
-
 static int answer_vec(struct store_kv *kv, uint64_t client, const uint8_t *v, size_t n)
 {
     uint8_t *b = malloc(8 + n);
     if (!b)
         return STORE_ENOMEM;
-    put_vec(b, v, n);
+    kv_put_vec(b, v, n);
     int rc = kv_answer(kv, client, b, 8 + n);
     free(b);
     return rc;
@@ -161,28 +152,29 @@ static int multi_get(struct store_kv *kv, uint64_t client, struct ts_cursor c, c
         return STORE_ENOMEM;
     while (ts_string(&c, &k, &kl) == 0) {
         struct entry *e = kv_find(kv, k, kl);
-        o = put_vec(o, e->val, e->vlen);
+        o = kv_put_vec(o, e->val, e->vlen);
     }
     int rc = kv_answer(kv, client, b, total);
     free(b);
     return rc;
 }
 
-/* APPEND to a key that is set: past TS_VALUE_MAX fails. */
+/* APPEND to a key that is set: past TS_VALUE_MAX fails. The old value is
+ * the new one's start, told to watchers from the joined copy. */
 static int append(struct store_kv *kv, struct entry *e, const uint8_t *v, size_t vl, char *why,
                   size_t why_len)
 {
     if (e->vlen + vl > TS_VALUE_MAX)
-        return kv_fail(why, why_len, "APPEND making key '%.*s' longer than 32 MiB", e->key,
-                       e->klen);
-    if (kv_notify(kv, e, TS_KEY_UPDATED, e->val, e->vlen, e->val, e->vlen, v, vl) < 0)
-        return STORE_ENOMEM;
+        return kv_fail(why, why_len, "APPEND making key '%.*s' longer than 32 MiB less 64 KiB "
+                       "(the longest value served)", e->key, e->klen);
     uint8_t *joined = realloc(e->val, e->vlen + vl ? e->vlen + vl : 1);
     if (!joined)
         return STORE_ENOMEM;
+    e->val = joined;
     if (vl)
         memcpy(joined + e->vlen, v, vl);
-    e->val = joined;
+    if (kv_notify(kv, e, TS_KEY_UPDATED, joined, e->vlen, joined, e->vlen + vl) < 0)
+        return STORE_ENOMEM;
     e->vlen += vl;
     return kv_wake(kv, e);
 }
@@ -228,7 +220,7 @@ static int delete_key(struct store_kv *kv, uint64_t client, struct entry *e)
 {
     int64_t gone = e && e->set;
     if (gone) {
-        if (kv_notify(kv, e, TS_KEY_DELETED, e->val, e->vlen, NULL, 0, NULL, 0) < 0)
+        if (kv_notify(kv, e, TS_KEY_DELETED, e->val, e->vlen, NULL, 0) < 0)
             return STORE_ENOMEM;
         free(e->val);
         e->val = NULL;
@@ -259,15 +251,16 @@ static int one_key(struct store_kv *kv, uint64_t client, enum ts_op op, struct t
     if (!e)
         return STORE_ENOMEM;
     if (op == TS_WATCH_KEY)
-        return kv_watch(kv, client, e);
+        return kv_watch(kv, client, e, why, len);
     if (op == TS_COMPARE_SET)
         return compare_set(kv, client, e, c);
     ts_u64(&c, &delta);
     return add(kv, client, e, (int64_t)delta, why, len);
 }
 
-int store_kv_query(struct store_kv *kv, uint64_t client, enum ts_op op, const uint8_t *body,
-                   size_t len, char *why, size_t why_len)
+/* One query, as store_kv_query serves it (KV_REFUSED counting as done). */
+static int serve(struct store_kv *kv, uint64_t client, enum ts_op op, const uint8_t *body,
+                 size_t len, char *why, size_t why_len)
 {
     size_t used;
     if ((unsigned)op > TS_OP_MAX || ts_body_len(op, body, len, &used) != 1 || used != len) {
@@ -302,4 +295,16 @@ int store_kv_query(struct store_kv *kv, uint64_t client, enum ts_op op, const ui
                  ts_op_name(op));
         return STORE_FAIL;
     }
+}
+
+int store_kv_query(struct store_kv *kv, uint64_t client, enum ts_op op, const uint8_t *body,
+                   size_t len, char *why, size_t why_len)
+{
+    int rc = serve(kv, client, op, body, len, why, why_len);
+    for (size_t i = 0; kv->dropped.n && i < kv->dropped.cap; i++)
+        if (kv->dropped.val[i]) /* the clients the reply callback refused go now */
+            store_kv_gone(kv, kv->dropped.key[i]);
+    if (kv->dropped.n)
+        kv_set_free(&kv->dropped);
+    return rc == KV_REFUSED ? STORE_OK : rc;
 }

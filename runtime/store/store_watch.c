@@ -1,126 +1,106 @@
 /* store_watch.c - what torch 1.x's WATCH_KEY and torch 2.x's queues ask
  * of a step's store (see store_kv.h): a watching client is told of every
- * change of its key (its old and new value) as TCPStore tells it, until it
- * goes; a key's queue holds the values pushed on it, oldest first, and a
- * push wakes one client waiting for the key. */
+ * change of its key (its old and new value) as TCPStore tells it, once per
+ * change however often it asked to watch the key, until it goes; a key's
+ * queue holds the values pushed on it, oldest first, and a push wakes the
+ * client that has waited for the key longest. */
 #include "store_kv_private.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static struct watcher **watcher_slot(struct store_kv *kv, uint64_t client)
-{
-    struct watcher **w = &kv->watch[client % KV_BUCKETS];
-    while (*w && (*w)->client != client)
-        w = &(*w)->next;
-    return w;
-}
+/* A change's message (its type, the key, the old and the new value) fits
+ * in one answer, whatever the key and values served. */
+_Static_assert(1 + 3 * 8 + (uint64_t)TS_KEY_MAX + 2 * (uint64_t)TS_VALUE_MAX <= STORE_ANSWER_MAX,
+               "a watch's message must fit in one answer");
 
-/* Appends v to an array of size elements, growing it: 0, or -1. */
-static int grow_push(void **arr, size_t *n, size_t *cap, size_t size, const void *v)
+int kv_watch(struct store_kv *kv, uint64_t client, struct entry *e, char *why, size_t len)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 4;
-        void *a = realloc(*arr, c * size);
-        if (!a)
-            return -1;
-        *arr = a;
-        *cap = c;
-    }
-    memcpy((uint8_t *)*arr + *n * size, v, size);
-    (*n)++;
-    return 0;
-}
-
-int kv_watch(struct store_kv *kv, uint64_t client, struct entry *e)
-{
-    struct watcher **slot = watcher_slot(kv, client), *w = *slot;
+    struct by_client **slot = kv_slot(kv->watch, client);
+    struct watcher *w = (struct watcher *)*slot;
     if (!w) {
         if (!(w = calloc(1, sizeof *w)))
             return STORE_ENOMEM;
-        w->client = client;
-        w->next = kv->watch[client % KV_BUCKETS];
-        kv->watch[client % KV_BUCKETS] = w;
+        w->k.client = client;
+        w->k.next = kv->watch[client % KV_BUCKETS];
+        kv->watch[client % KV_BUCKETS] = &w->k;
     }
-    if (grow_push((void **)&e->watchers, &e->n_watch, &e->cap_watch, sizeof client,
-                  &client) < 0)
-        return STORE_ENOMEM;
-    if (grow_push((void **)&w->on, &w->n_on, &w->cap_on, sizeof e, &e) < 0) {
-        e->n_watch--; /* the entry's half undone */
-        return STORE_ENOMEM;
+    /* PyTorch's client keeps one callback per key (a second watchKey
+     * replaces the first) and runs it once per message: one watch per key
+     * and client runs it once per change, as Store::watchKey says. */
+    if (!kv_set_get(&w->on, (uintptr_t)e)) {
+        if (w->on.n >= KV_WATCHES_MAX)
+            return kv_fail(why, len, "WATCH_KEY of key '%.*s' by a client that watches 65536 "
+                           "keys already, the most served", e->key, e->klen);
+        struct watch *x = malloc(sizeof *x);
+        if (!x || kv_set_add(&w->on, (uintptr_t)e, x) < 0) {
+            free(x);
+            return STORE_ENOMEM;
+        }
+        x->client = client;
+        link_add(&e->watching, &x->l);
     }
     return kv_answer_byte(kv, client, TS_KEY_CALLBACK_REGISTERED);
 }
 
 int kv_notify(struct store_kv *kv, struct entry *e, uint8_t type, const uint8_t *old,
-              size_t old_len, const uint8_t *new1, size_t n1, const uint8_t *new2, size_t n2)
+              size_t old_len, const uint8_t *new_val, size_t new_len)
 {
-    if (!e->n_watch)
+    if (link_empty(&e->watching))
         return STORE_OK;
-    size_t len = 1 + 8 + e->klen + 8 + old_len + 8 + n1 + n2;
-    uint8_t *b = malloc(len), *o = b;
+    size_t len = 1 + 8 + e->klen + 8 + old_len + 8 + new_len;
+    uint8_t *b = malloc(len);
     if (!b)
         return STORE_ENOMEM;
-    *o++ = type;
-    ts_put64(o, e->klen);
-    memcpy(o + 8, e->key, e->klen);
-    o += 8 + e->klen;
-    ts_put64(o, old_len);
-    if (old_len)
-        memcpy(o + 8, old, old_len);
-    o += 8 + old_len;
-    ts_put64(o, n1 + n2);
-    if (n1)
-        memcpy(o + 8, new1, n1);
-    if (n2)
-        memcpy(o + 8 + n1, new2, n2);
+    b[0] = type;
+    kv_put_vec(kv_put_vec(kv_put_vec(b + 1, e->key, e->klen), old, old_len), new_val, new_len);
     int rc = STORE_OK;
-    for (size_t i = 0; i < e->n_watch; i++)
-        if (kv_answer(kv, e->watchers[i], b, len) < 0)
+    for (struct link *l = e->watching.next; l != &e->watching; l = l->next)
+        if (kv_answer(kv, ((struct watch *)l)->client, b, len) < 0)
             rc = STORE_ENOMEM;
     free(b);
     return rc;
 }
 
+/* Frees the watches of w (taken out of their entries' lists when unlink). */
+static void watcher_free(struct watcher *w, bool unlink)
+{
+    for (size_t i = 0; i < w->on.cap; i++)
+        if (w->on.val[i]) {
+            struct watch *x = w->on.val[i];
+            if (unlink)
+                link_del(&x->l);
+            free(x);
+        }
+    kv_set_free(&w->on);
+    free(w);
+}
+
 void kv_watch_end(struct store_kv *kv, uint64_t client)
 {
-    struct watcher **slot = watcher_slot(kv, client), *w = *slot;
+    struct by_client **slot = kv_slot(kv->watch, client);
+    struct watcher *w = (struct watcher *)*slot;
     if (!w)
         return;
-    uint64_t mark = ++kv->mark; /* each entry filtered once, however often watched */
-    for (size_t i = 0; i < w->n_on; i++) {
-        struct entry *e = w->on[i];
-        if (e->mark == mark)
-            continue;
-        e->mark = mark;
-        size_t k = 0;
-        for (size_t j = 0; j < e->n_watch; j++)
-            if (e->watchers[j] != client)
-                e->watchers[k++] = e->watchers[j];
-        e->n_watch = k;
-    }
-    *slot = w->next;
-    free(w->on);
-    free(w);
+    *slot = w->k.next;
+    watcher_free(w, true);
 }
 
 void kv_watchers_free(struct store_kv *kv)
 {
     for (size_t i = 0; i < KV_BUCKETS; i++)
-        for (struct watcher *w = kv->watch[i], *next; w; w = next) {
-            next = w->next;
-            free(w->on);
-            free(w);
+        for (struct by_client *b = kv->watch[i], *next; b; b = next) {
+            next = b->next;
+            watcher_free((struct watcher *)b, false);
         }
 }
 
-void kv_entry_watch_free(struct entry *e)
+void kv_queue_free(struct entry *e)
 {
     for (struct qitem *q = e->q_head, *next; q; q = next) {
         next = q->next;
         free(q);
     }
-    free(e->watchers);
 }
 
 /* QUEUE_POP's answer: the queue's length, then (when it held a value) its
@@ -134,10 +114,11 @@ static int pop(struct store_kv *kv, uint64_t client, struct entry *e)
     if (!b)
         return STORE_ENOMEM;
     ts_put64(b, e->q_len);
-    ts_put64(b + 8, q->len);
-    memcpy(b + 16, q->data, q->len);
+    kv_put_vec(b + 8, q->data, q->len);
     int rc = kv_answer(kv, client, b, 16 + q->len);
     free(b);
+    if (rc == KV_REFUSED)
+        return rc; /* the value stays for another client */
     if (!(e->q_head = q->next))
         e->q_tail = NULL;
     e->q_len--;

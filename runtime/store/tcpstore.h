@@ -16,7 +16,9 @@
 
 #define TS_VALIDATE_MAGIC 0x3C85F7CEu /* a 2.x client's first query carries it */
 #define TS_KEY_MAX (64u << 10)        /* the longest key served */
-#define TS_VALUE_MAX (32u << 20)      /* the longest value served */
+/* The longest value served: 32 MiB less 64 KiB, so that a watch's message
+ * (the key, the old and the new value) fits in one of cohort's frames. */
+#define TS_VALUE_MAX ((32u << 20) - (64u << 10))
 #define TS_KEYS_MAX (1u << 20)        /* the most keys in one query */
 
 enum ts_dialect {

@@ -5,6 +5,7 @@
 # by hand (torch 1.x's and 2.x's query numbers, strings as a u64 length and
 # bytes, numbers little-endian), read back whole.
 import os
+import resource
 import socket
 import struct
 import subprocess
@@ -27,7 +28,12 @@ class Agent:
     holder on holder_port (a free port when None); .port is its loopback
     port, .proc its process."""
 
-    def __init__(self, node=0, nodes=1, per=1, holder_port=None, secret=None, stderr=None):
+    def __init__(self, node=0, nodes=1, per=1, holder_port=None, secret=None, stderr=None,
+                 memory_cap=None):
+        """memory_cap: an address-space limit in bytes for the agent and the
+        holder it starts (RLIMIT_AS), so that a store whose memory runs away
+        fails alone instead of taking the machine's; none under sanitizers,
+        whose shadow memory needs more."""
         build = os.environ["COHORT_BUILDDIR"]
         self.holder_port = holder_port or free_port()
         self.secret = secret or os.urandom(32).hex()
@@ -40,9 +46,12 @@ class Agent:
             f"COHORT_SECRET={self.secret}", "COHORT_STORE_ADDR=127.0.0.1",
             f"COHORT_STORE_PORT={self.holder_port}", "COHORT_TIMEOUT=60",
             f"COHORT_WORK_COORD={build}/runtime/coord/cohort-work-coord", "", ""]
-        self.proc = subprocess.Popen([f"{build}/runtime/agent/cohort-agent"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=stderr)
+        cap = None if os.environ.get("COHORT_SANITIZED") else memory_cap
+        self.proc = subprocess.Popen(
+            [f"{build}/runtime/agent/cohort-agent"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=stderr,
+            preexec_fn=(lambda: resource.setrlimit(resource.RLIMIT_AS, (cap, cap))) if cap
+            else None)
         self.proc.stdin.write("\n".join(record).encode())
         self.proc.stdin.flush()
         line = self.proc.stdout.readline().decode().strip()

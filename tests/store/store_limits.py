@@ -6,23 +6,41 @@
 #   wait    a WAIT naming one key 2^20 times is registered (a query after
 #           it on the same connection is answered), another client is
 #           served meanwhile, and the set of the key answers it once;
-#   reader  a client that sends 16 GETs of a 32 MiB value and reads
+#   reader  a client that sends 16 GETs of the longest value and reads
 #           nothing is closed alone, with a line in its own stderr, while
 #           another is served; the agent and the holder hold under 256 MB
 #           each (not measured under AddressSanitizer);
 #   watch   torch 1.x's WATCH_KEY: registered, then told of a key's
 #           creation, update and deletion as TCPStore tells it;
+#   watchers  on a step of two nodes, 8 clients of node 1 each ask 2000
+#           times to watch key wk and read nothing more; node 1's agent is
+#           stopped (SIGSTOP: it takes nothing from the holder) while a
+#           client of node 0 sets wk 4 times to the longest value: node 0
+#           is served meanwhile, each watcher is closed with the holder's
+#           line (what is unsent to node 1 stays bounded), node 1's other
+#           clients are served once its agent goes on, a watcher that
+#           reads is told of a change, and the agents and the holder hold
+#           under 512 MB each (an address-space cap of 4 GiB on each keeps
+#           a store whose memory runs away from taking the machine's);
 #   queue   torch 2.x's QUEUE_PUSH, QUEUE_LEN, QUEUE_POP (the length, then
 #           the oldest value; 0 alone when empty), and a client waiting for
 #           the queue's key woken by a push.
-# The "noreader" argument is the reader case's non-reading client itself.
+# The "noreader" and "watchernode" arguments are the reader and watchers
+# cases' non-reading clients themselves.
+import os
+import signal
 import subprocess
 import sys
 
-from cohort_agent import Agent, Client, peak_rss_mb, pid_listening, sanitized, string
+from cohort_agent import V1, Agent, Client, peak_rss_mb, pid_listening, query, sanitized, string
 
-BIG = 32 << 20
+BIG = (32 << 20) - (64 << 10)  # the longest value served
 GETS = 16
+WATCHERS = 8
+REPEAT = 2000
+SETS = 4
+NODES = {"watchers": 2}
+CAP = 4 << 30
 
 
 def verdict(case, cond, what):
@@ -77,7 +95,7 @@ def case_reader(agent):
     read = int(got.split()[1]) if got.startswith("read ") else -1
     verdict("reader", b"unread" in note and served == b"s" and 0 <= read < GETS * (8 + BIG)
             and small,
-            f"a client leaving {GETS} GETs of 32 MiB unread was told "
+            f"a client leaving {GETS} GETs of {BIG} bytes unread was told "
             f"'{note.decode(errors='replace').strip()[:160]}', then read {got!r} before its "
             f"connection closed; another client served ({served!r}); peak memory "
             f"agent {rss[0]} MB, holder {rss[1]} MB"
@@ -124,6 +142,68 @@ def case_watch(agent):
             f"{created}, {updated}, {deleted} (created, updated, deleted)")
 
 
+def watchernode(port):
+    conns = [Client(int(port)) for _ in range(WATCHERS)]
+    for c in conns:
+        c.s.sendall(query(V1["WATCH_KEY"], "wk") * REPEAT)
+    registered = sum(c.read(REPEAT) == bytes([3]) * REPEAT for c in conns)
+    print(f"registered {registered}", flush=True)
+    sys.stdin.readline()  # the test has set wk: now read what is left, to each close
+    closed = 0
+    for c in conns:
+        try:
+            while c.s.recv(1 << 20):
+                pass
+            closed += 1
+        except OSError as e:
+            print(f"error {e}", flush=True)
+    print(f"closed {closed}", flush=True)
+
+
+def case_watchers(a, b):
+    setter, near, reader = Client(a.port), Client(b.port), Client(b.port)
+    reader.send("WATCH_KEY", "sw")
+    registered = reader.byte()
+    near.send("GETNUMKEYS")
+    near.i64()
+    child = subprocess.Popen([sys.executable, __file__, "watchernode", str(b.port)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    ready = child.stdout.readline().decode().strip()
+    os.kill(b.proc.pid, signal.SIGSTOP)  # node 1's agent takes nothing from the holder
+    try:
+        for i in range(SETS):
+            setter.send("SET", "wk", bytes([ord("A") + i]) * BIG)
+        setter.send("SET", "small", "s")
+        setter.send("GET", "small")
+        served = setter.vec()  # answered once the holder has served the SETs
+    finally:
+        os.kill(b.proc.pid, signal.SIGCONT)
+    near.send("GET", "small")
+    near_served = near.vec()
+    setter.send("SET", "sw", "v")
+    told = change(reader)
+    child.stdin.write(b"read\n")
+    child.stdin.flush()
+    out, err = child.communicate(timeout=120)
+    closed = out.decode().strip().splitlines()[-1:]
+    lines = [x for x in err.decode().splitlines() if x.startswith("cohort: store:")]
+    by_holder = sum("store holder has" in x for x in lines)
+    holder = pid_listening(a.holder_port)
+    measured = not sanitized(a.proc.pid) and holder is not None
+    rss = [peak_rss_mb(p) for p in (a.proc.pid, b.proc.pid, holder) if p]
+    small = not measured or max(rss) < 512
+    verdict("watchers", ready == f"registered {WATCHERS}" and closed == [f"closed {WATCHERS}"]
+            and by_holder == WATCHERS and served == b"s" and near_served == b"s"
+            and (registered, told) == (3, (1, b"sw", b"", b"v")) and small,
+            f"{WATCHERS} clients of node 1 watching wk {REPEAT} times each ({ready}), not "
+            f"reading, node 1's agent stopped while node 0 set wk {SETS} times to {BIG} "
+            f"bytes: {closed}, {by_holder} of {len(lines)} lines the holder's "
+            f"('{lines[0][:200] if lines else ''}'); node 0 served meanwhile ({served!r}), "
+            f"node 1 after ({near_served!r}), a watcher that reads told {told}; peak memory "
+            f"agents and holder {rss} MB{'' if measured else ' (not measured: sanitizers)'}")
+
+
 def case_queue(agent):
     c, waiter = Client(agent.port, v2=True), Client(agent.port, v2=True)
     c.send("QUEUE_PUSH", "q", "a")
@@ -151,13 +231,20 @@ def case_queue(agent):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "noreader":
-        noreader(sys.argv[2])
+    if sys.argv[1] in ("noreader", "watchernode"):
+        globals()[sys.argv[1]](sys.argv[2])
         sys.exit(0)
-    a = Agent(per=4)
+    case, agents = sys.argv[1], []
+    nodes = NODES.get(case, 1)
     try:
-        globals()["case_" + sys.argv[1]](a)
+        for node in range(nodes):
+            first = agents[0] if agents else None
+            agents.append(Agent(node=node, nodes=nodes, per=4, memory_cap=CAP,
+                                holder_port=first and first.holder_port,
+                                secret=first and first.secret))
+        globals()["case_" + case](*agents)
     except Exception as e:  # a case that cannot go on: its failure, in one line
-        verdict(sys.argv[1], False, f"{type(e).__name__}: {e}")
+        verdict(case, False, f"{type(e).__name__}: {e}")
     finally:
-        a.close()
+        for agent in reversed(agents):
+            agent.close()

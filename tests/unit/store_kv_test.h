@@ -25,6 +25,8 @@ TAP_UNUSED static struct answers {
 } rec, want;
 
 TAP_UNUSED static bool reply_fails; /* the callback says out of memory */
+TAP_UNUSED static uint64_t refused = UINT64_MAX; /* the callback refuses this client's answers */
+TAP_UNUSED static int n_refused;                 /* how often it did */
 
 TAP_UNUSED static void push(struct answers *s, uint64_t client, const void *p, size_t n)
 {
@@ -45,6 +47,10 @@ TAP_UNUSED static int reply(void *ctx, uint64_t client, const uint8_t *p, size_t
     (void)ctx;
     if (reply_fails)
         return -1;
+    if (client == refused) {
+        n_refused++;
+        return 1;
+    }
     push(&rec, client, p, len);
     return 0;
 }

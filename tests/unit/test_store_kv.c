@@ -395,8 +395,9 @@ static void many_keys(void)
 }
 
 /* Where TCPStore sets no limit, the store does, so that no answer
- * outgrows a frame: an APPEND past 32 MiB and a MULTI_GET answer over
- * 64 MiB fail that query alone. */
+ * outgrows a frame: an APPEND past TS_VALUE_MAX (32 MiB less 64 KiB) and a
+ * MULTI_GET answer over 64 MiB fail that query alone, and a watched key
+ * changed from one longest value to another is told in one answer. */
 static void limits(void)
 {
     fresh();
@@ -409,9 +410,17 @@ static void limits(void)
     ts_put64(b + 11, vl);
     memset(b + 19, 'x', vl);
     ok(store_kv_query(kv, 1, TS_SET, b, n, why, sizeof why) == STORE_OK,
-       "a value of TS_VALUE_MAX (32 MiB) is set");
+       "a value of TS_VALUE_MAX (32 MiB less 64 KiB) is set");
+    kq(2, TS_WATCH_KEY, "big", NULL);
+    forget(&rec);
+    b[19] = 'z';
+    ok(store_kv_query(kv, 1, TS_SET, b, n, why, sizeof why) == STORE_OK && rec.n == 1 &&
+           rec.a[0].n == 1 + 3 * 8 + 3 + 2 * (size_t)vl && rec.a[0].n <= STORE_ANSWER_MAX,
+       "its change to another such value is one message to the watcher, within an answer's "
+       "64 MiB (%zu bytes)", rec.n ? rec.a[0].n : 0);
+    forget(&rec);
     free(b);
-    ok(kq(1, TS_APPEND, "big", "y") == STORE_FAIL && strstr(why, "longer than 32 MiB"),
+    ok(kq(1, TS_APPEND, "big", "y") == STORE_FAIL && strstr(why, "longer than 32 MiB less 64 KiB"),
        "an APPEND past it fails, naming the limit (%s)", why);
     struct qb q = {.n = 0};
     u64le(&q, 3);

@@ -2,10 +2,13 @@
  * torch 1.x's WATCH_KEY and torch 2.x's queues, and waits that name one
  * key many times: each change of a watched key told to each watcher as
  * TCPStore tells it (created, updated, deleted: the key, its old and new
- * value), no longer once the watcher is gone; a queue's values popped
- * oldest first with the queue's length, a push waking one waiting client;
- * a WAIT naming one key 2^20 times answered once, at once, when it is set,
- * and ended by its client's going without a trace. */
+ * value), once however often the watcher asked, no longer once it is gone;
+ * at most 65536 keys watched by a client; a queue's values popped oldest
+ * first with the queue's length, a push waking the client waiting longest;
+ * answers the reply callback refuses (the holder closing the client): the
+ * client gets nothing more and is gone once the query is served, a push
+ * wakes the next waiter; a WAIT naming one key 2^20 times answered once, at
+ * once, when it is set, and ended by its client's going without a trace. */
 #include "tap.h"
 
 #include "store_kv_test.h"
@@ -55,11 +58,104 @@ static void watches(void)
     kq(9, TS_WATCH_KEY, "w", NULL);
     forget(&rec);
     want_change(9, TS_KEY_CREATED, "w", NULL, "x");
-    want_change(9, TS_KEY_CREATED, "w", NULL, "x");
     ok(kq(1, TS_APPEND, "w", "x") == STORE_OK && answered(),
-       "watched twice: told twice (as TCPStore tells it)");
+       "watched twice: told once (PyTorch's client runs its one callback per message)");
+    want_change(9, TS_KEY_UPDATED, "w", "x", "xyz");
+    ok(kq(1, TS_APPEND, "w", "yz") == STORE_OK && answered(),
+       "an APPEND: KEY_UPDATED, the old value and the joined one");
     store_kv_gone_group(kv, 0);
     ok(kq(1, TS_SET, "w", "y") == STORE_OK && rec.n == 0, "its group gone: nobody is told");
+}
+
+/* A client that asks to watch a key 2000 times is told of each change
+ * once; one client watches at most 65536 keys. */
+static void duplicate_watches(void)
+{
+    fresh();
+    int registered = 0;
+    for (int i = 0; i < 2000; i++)
+        registered += kq(9, TS_WATCH_KEY, "d", NULL) == STORE_OK &&
+                      only_byte(9, TS_KEY_CALLBACK_REGISTERED);
+    ok(registered == 2000, "2000 WATCH_KEYs of d by one client: each answered "
+       "KEY_CALLBACK_REGISTERED (%d)", registered);
+    want_change(9, TS_KEY_CREATED, "d", NULL, "1");
+    ok(kq(1, TS_SET, "d", "1") == STORE_OK && answered(), "a SET of d: one message, not 2000");
+    want_change(9, TS_KEY_UPDATED, "d", "1", "2");
+    ok(kq(1, TS_SET, "d", "2") == STORE_OK && answered(), "the next change: one message");
+    int failed = 0;
+    for (int i = 1; i < 65536; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%d", i);
+        failed += kq(9, TS_WATCH_KEY, k, NULL) != STORE_OK;
+    }
+    forget(&rec);
+    ok(failed == 0 && kq(9, TS_WATCH_KEY, "d", NULL) == STORE_OK &&
+           only_byte(9, TS_KEY_CALLBACK_REGISTERED),
+       "65536 keys watched by the client; d again is no new one");
+    ok(kq(9, TS_WATCH_KEY, "one more", NULL) == STORE_FAIL && strstr(why, "65536") && rec.n == 0,
+       "a 65537th key fails, naming the limit (%s)", why);
+    ok(kq(8, TS_WATCH_KEY, "one more", NULL) == STORE_OK &&
+           only_byte(8, TS_KEY_CALLBACK_REGISTERED),
+       "another client watches it");
+}
+
+/* Answers the reply callback refuses: the client is closed by the caller
+ * (the holder, over its bound of what a node may have unsent). */
+static void refusals(void)
+{
+    fresh();
+    const uint8_t *key;
+    size_t kl;
+    kq(8, TS_WATCH_KEY, "w", NULL);
+    kq(9, TS_WATCH_KEY, "w", NULL);
+    kq(9, TS_WATCH_KEY, "w2", NULL);
+    wait1(9, "z");
+    forget(&rec);
+    refused = 9;
+    n_refused = 0;
+    want_change(8, TS_KEY_CREATED, "w", NULL, "1");
+    struct qb q = {.n = 0};
+    u64le(&q, 2);
+    str(&q, "w");
+    str(&q, "1");
+    str(&q, "w2");
+    str(&q, "1");
+    ok(query(1, TS_MULTI_SET, &q) == STORE_OK && answered() && n_refused == 1,
+       "a MULTI_SET of two keys watched by a client whose messages are refused: the other "
+       "watcher told, the refused one asked once (%d)", n_refused);
+    refused = UINT64_MAX;
+    want_change(8, TS_KEY_UPDATED, "w", "1", "2");
+    ok(!waiting(9, &key, &kl) && kq(1, TS_SET, "w", "2") == STORE_OK && answered() &&
+           kq(1, TS_SET, "w2", "2") == STORE_OK && kq(1, TS_SET, "z", "1") == STORE_OK &&
+           rec.n == 0,
+       "the refused client is gone once the query is served: its wait and watches ended");
+    ok(wait1(2, "q") == STORE_OK && wait1(3, "q") == STORE_OK && rec.n == 0,
+       "two clients wait for q, 2 first");
+    refused = 2;
+    ok(kq(1, TS_QUEUE_PUSH, "q", "a") == STORE_OK && only_byte(3, TS_STOP_WAITING) &&
+           !waiting(2, &key, &kl),
+       "a push whose answer to the oldest waiter is refused wakes the next");
+    refused = 4;
+    ok(kq(4, TS_QUEUE_POP, "q", NULL) == STORE_OK && rec.n == 0, "a refused QUEUE_POP");
+    refused = UINT64_MAX;
+    ok(kq(1, TS_QUEUE_LEN, "q", NULL) == STORE_OK && only_i64(1, 1),
+       "leaves the value queued for another client");
+}
+
+/* A push wakes the client that has waited longest, as PyTorch's server
+ * wakes them: in the order they came. */
+static void arrival_order(void)
+{
+    fresh();
+    ok(wait1(5, "q") == STORE_OK && wait1(6, "q") == STORE_OK && wait1(7, "q") == STORE_OK &&
+           rec.n == 0,
+       "clients 5, 6 and 7 wait for q, in that order");
+    ok(kq(1, TS_QUEUE_PUSH, "q", "a") == STORE_OK && only_byte(5, TS_STOP_WAITING),
+       "the first push wakes 5");
+    ok(kq(1, TS_QUEUE_PUSH, "q", "b") == STORE_OK && only_byte(6, TS_STOP_WAITING),
+       "the second 6, not the newest");
+    ok(kq(1, TS_QUEUE_PUSH, "q", "c") == STORE_OK && only_byte(7, TS_STOP_WAITING),
+       "the third 7");
 }
 
 static void queues(void)
@@ -143,7 +239,10 @@ static void repeated_waits(void)
 int main(void)
 {
     watches();
+    duplicate_watches();
+    refusals();
     queues();
+    arrival_order();
     repeated_waits();
     store_kv_free(kv);
     forget(&rec);
