@@ -103,7 +103,7 @@ bool kv_ready(const struct entry *e)
 int kv_answer(struct store_kv *kv, uint64_t client, const void *p, size_t n)
 {
     if (kv->dropped.n && kv_set_get(&kv->dropped, client))
-        return STORE_OK; /* refused earlier in this query: nothing more is sent */
+        return KV_REFUSED; /* refused earlier in this query: nothing more is sent */
     int r = kv->reply(kv->ctx, client, p, n);
     if (r <= 0)
         return r < 0 ? STORE_ENOMEM : STORE_OK;

@@ -147,8 +147,9 @@ void kv_wait_end(struct store_kv *kv, uint64_t client);
 /* Frees every client's wait. */
 void kv_waiters_free(struct store_kv *kv);
 /* Sends bytes to client: STORE_OK, STORE_ENOMEM, or KV_REFUSED when the
- * reply callback refused it (then nothing more is sent to it in this query,
- * and store_kv_query ends its waits and watches once the query is served). */
+ * reply callback refused it, now or earlier in this query (then nothing
+ * more is sent to it, and store_kv_query ends its wait and watches once
+ * the query is served). */
 int kv_answer(struct store_kv *kv, uint64_t client, const void *p, size_t n);
 int kv_answer_byte(struct store_kv *kv, uint64_t client, uint8_t b);
 int kv_answer_i64(struct store_kv *kv, uint64_t client, int64_t v);
