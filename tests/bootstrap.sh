@@ -54,11 +54,11 @@ fi
 SPAWN_IP_NODES=1 COHORT_BOOTSTRAP_FANOUT=2 "$spawn" 64 16 -- "$check" >"$tmp/out" 2>&1
 [ "$(grep -c ': ok via tcp$' "$tmp/out")" = 64 ]
 ok $? "64 ranks on 16 nodes, fanout 2 (five levels of leaders): bcast, allgather, barrier right on every rank ($(seen "$tmp/out" 64))"
-# 48 descriptors, too few for a root holding 33 leaders (below), are enough
-# for one holding 4.
-(ulimit -n 48 && SPAWN_IP_NODES=1 COHORT_BOOTSTRAP_FANOUT=4 COHORT_TIMEOUT=60 exec "$spawn" 34 34 -- "$check") >"$tmp/out" 2>&1
+# 100 descriptors, too few for a root holding 33 leaders (below), are enough
+# for one holding 4 (each also keeps room for 64 strangers' connections).
+(ulimit -n 100 && SPAWN_IP_NODES=1 COHORT_BOOTSTRAP_FANOUT=4 COHORT_TIMEOUT=60 exec "$spawn" 34 34 -- "$check") >"$tmp/out" 2>&1
 [ "$(grep -c ': ok via tcp$' "$tmp/out")" = 34 ]
-ok $? "34 nodes with ulimit -n 48 and fanout 4: every rank right, no leader holding more than 4 others ($(seen "$tmp/out" 34))"
+ok $? "34 nodes with ulimit -n 100 and fanout 4: every rank right, no leader holding more than 4 others ($(seen "$tmp/out" 34))"
 
 # The stranger comes while rank 1, a child of the root, is held back (so
 # the root is still accepting): dropped when it misbehaves, harmless when
@@ -150,18 +150,18 @@ ok $? "an allgather of 17 MiB from each of 4 ranks: every rank fails naming the 
 COHORT_TEST_CASE=big COHORT_TEST_BYTES=4194304 "$spawn" 4 2 -- "$check" >"$tmp/out" 2>&1
 [ "$(grep -c ': ok, big$' "$tmp/out")" = 4 ]
 ok $? "an allgather of 4 MiB from each of 4 ranks works ($(seen "$tmp/out" 4))"
-# With 48 descriptors the root cannot serve 33 leaders and its 16 spare
-# descriptors: it fails at once naming the limit, and tells every leader
+# With 100 descriptors the root cannot serve 33 leaders, room for 64
+# strangers and its 16 spare descriptors: it fails at once naming the limit, and tells every leader
 # that reaches it (it can still hold them all: far more leaders than the
 # limit could not all be told, the sanitizers' own descriptors counting).
 # The deadline is long, so that leaders slow to start on a loaded machine
 # still reach it; none waits for it.
-(ulimit -n 48 && COHORT_TIMEOUT=60 exec "$spawn" 34 34 -- "$check") >"$tmp/out" 2>&1
-want="rank 0 (n1) serves 33 tasks of the step, but its open-file limit is 48 (ulimit -n): raise it to at least 49"
+(ulimit -n 100 && COHORT_TIMEOUT=60 exec "$spawn" 34 34 -- "$check") >"$tmp/out" 2>&1
+want="rank 0 (n1) serves 33 tasks of the step, but its open-file limit is 100 (ulimit -n): raise it to at least 113"
 named=$(grep -c "FAIL: cohort: .*$want" "$tmp/out")
 other=$(grep "FAIL: cohort: " "$tmp/out" | grep -v -m1 "$want")
 grep -q "^rank 0: FAIL: cohort: $want" "$tmp/out" && [ "$named" = 34 ]
-ok $? "the root with too few descriptors (ulimit -n 48, 34 nodes): one line naming the limit, on every rank ($named named it${other:+; another line: $other}; $(seen "$tmp/out" 34))"
+ok $? "the root with too few descriptors (ulimit -n 100, 34 nodes): one line naming the limit, on every rank ($named named it${other:+; another line: $other}; $(seen "$tmp/out" 34))"
 
 # --- a hostile neighbour ----------------------------------------------------
 attack="$COHORT_BUILDDIR/tests/bootstrap/attack"

@@ -76,13 +76,14 @@ EXTRA_DIST += tests/slurm-cluster.sh tests/mps.sh tests/topo-cache.sh tests/clus
 # fuzz corpus.
 check_PROGRAMS += tests/unit/test_wire tests/unit/test_auth tests/unit/test_session \
 	tests/unit/test_net_admit tests/unit/test_net_lost tests/unit/test_net_cap \
-	tests/fuzz/fuzz_wire_replay
+	tests/unit/test_net_pool tests/fuzz/fuzz_wire_replay
 TESTS += tests/unit/test_wire tests/unit/test_auth tests/unit/test_session \
 	tests/unit/test_net_admit tests/unit/test_net_lost tests/unit/test_net_cap \
-	tests/fuzz/fuzz_wire_replay
+	tests/unit/test_net_pool tests/fuzz/fuzz_wire_replay
 tests_unit_test_net_admit_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
 tests_unit_test_net_cap_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
 tests_unit_test_net_lost_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
+tests_unit_test_net_pool_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
 tests_unit_test_session_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
 tests_unit_test_wire_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)
 tests_unit_test_auth_LDADD = runtime/net/libcohort_net.la $(UNIT_LDADD)

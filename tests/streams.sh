@@ -180,14 +180,14 @@ grep -q "^rank 1: bad: empty key: -1 cohort: cohort_streams_add: a stream key th
     grep -q "^rank 1: remove unknown: 0" "$tmp/out" && [ "$(grep -c ': ok ' "$tmp/out")" = 4 ]
 ok $? "bad input: one line each (empty or long key, NaN or negative cost, a release of what this worker does not own, a negative load); removing an unknown stream is a no-op; the set goes on ($(grep -m1 'foreign' "$tmp/out" | cut -c1-160); $(summary))"
 
-# The coordinator holds one connection per node (its relay's): with a hard
-# limit of 24 open files, 16 nodes of a worker each (a bootstrap tree of
-# fanout 2, which fits in 24) do not fit, and every worker fails at once
+# The coordinator holds one connection per node (its relay's) and room for
+# 64 strangers': with a hard limit of 92 open files, 16 nodes of a worker
+# each (a bootstrap tree of fanout 2, which fits in 92) do not fit, and every worker fails at once
 # with one line naming the limit and the number needed, not after its
 # deadline (60 s here).
-want="the work coordinator serves 16 node relays, one connection each, but its open-file limit is 24 (ulimit -n): raise it to at least 32"
-run 16 16 COHORT_TIMEOUT=60 COHORT_BOOTSTRAP_FANOUT=2 SPAWN_IP_NODES=1 prlimit --nofile=24:24
+want="the work coordinator serves 16 node relays, one connection each, but its open-file limit is 92 (ulimit -n): raise it to at least 96"
+run 16 16 COHORT_TIMEOUT=60 COHORT_BOOTSTRAP_FANOUT=2 SPAWN_IP_NODES=1 prlimit --nofile=92:92
 [ "$(grep -c "FAIL: cohort: cohort_streams_open: set 'cams': $want$" "$tmp/out")" = 16 ]
-ok $? "16 workers, a hard limit of 24 open files: every worker fails at once with one line naming the limit and the number needed ($(summary))"
+ok $? "16 workers, a hard limit of 92 open files: every worker fails at once with one line naming the limit and the number needed ($(summary))"
 
 tap_done

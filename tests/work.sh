@@ -319,23 +319,23 @@ run 4 2 COHORT_TEST_ITEMS=100 COHORT_WORK_COORD="$tmp/other-coord" COHORT_TIMEOU
 ok $? "a coordinator holding another secret: every rank is a stranger to it and fails at once naming the work coordinator it expected ($(summary))"
 
 # --- the coordinator's open files --------------------------------------------------
-# It holds one connection per node (its relay's): with a hard limit of 24
-# open files, 16 nodes of a rank each (a bootstrap tree of fanout 2, which
-# fits in 24) do not fit, and every rank fails at once with one line naming
+# It holds one connection per node (its relay's) and room for 64
+# strangers': with a hard limit of 92 open files, 16 nodes of a rank each (a
+# bootstrap tree of fanout 2, which fits in 92) do not fit, and every rank fails at once with one line naming
 # the limit and the number needed (not after its deadline, 60 s here); with
 # only the soft limit that low, the coordinator raises it to the hard one
 # and serves them all.
-want="the work coordinator serves 16 node relays, one connection each, but its open-file limit is 24 (ulimit -n): raise it to at least 32"
-run 16 16 COHORT_TEST_ITEMS=1000 COHORT_TIMEOUT=60 COHORT_BOOTSTRAP_FANOUT=2 SPAWN_IP_NODES=1 prlimit --nofile=24:24
+want="the work coordinator serves 16 node relays, one connection each, but its open-file limit is 92 (ulimit -n): raise it to at least 96"
+run 16 16 COHORT_TEST_ITEMS=1000 COHORT_TIMEOUT=60 COHORT_BOOTSTRAP_FANOUT=2 SPAWN_IP_NODES=1 prlimit --nofile=92:92
 [ "$(grep -c "FAIL: cohort: cohort_work_open: queue 'q': $want$" "$tmp/out")" = 16 ]
-ok $? "16 ranks, a hard limit of 24 open files: every rank fails at once with one line naming the limit and the number needed ($(summary))"
-if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 64 ]; then
-    run 16 16 COHORT_TEST_ITEMS=1000 COHORT_BOOTSTRAP_FANOUT=2 SPAWN_IP_NODES=1 prlimit --nofile=24:64
+ok $? "16 ranks, a hard limit of 92 open files: every rank fails at once with one line naming the limit and the number needed ($(summary))"
+if [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 128 ]; then
+    run 16 16 COHORT_TEST_ITEMS=1000 COHORT_BOOTSTRAP_FANOUT=2 SPAWN_IP_NODES=1 prlimit --nofile=24:128
     why=$(exactly "$tmp/o" 1000)
     [ $? = 0 ] && [ "$(grep -c ': ok ' "$tmp/out")" = 16 ]
-    ok $? "16 ranks, a soft limit of 24 open files below a hard one of 64: the coordinator raises its own and serves every rank ($(summary)${why:+; $why})"
+    ok $? "16 ranks, a soft limit of 24 open files below a hard one of 128: the coordinator raises its own and serves every rank ($(summary)${why:+; $why})"
 else
-    skip "a soft limit below a sufficient hard one" "the hard limit here is $(ulimit -Hn), below 64"
+    skip "a soft limit below a sufficient hard one" "the hard limit here is $(ulimit -Hn), below 128"
 fi
 
 # --- a coordinator stuck before it reports its port ------------------------------

@@ -466,13 +466,17 @@ static int make_view(struct tree *t, struct cohort_err *err)
     return 0;
 }
 
-/* A parent needs a descriptor per child. */
+/* A parent needs a descriptor per child and one for its own parent (the
+ * slots net_reserve keeps), and room for strangers (net_fd_check's). */
 static int fd_check(const struct tree *t, struct cohort_err *err)
 {
     char host[HOSTLIST_MAX_NAME + 1], who[HOSTLIST_MAX_NAME + 32];
     host_of_node(t, t->node, host, sizeof host);
     snprintf(who, sizeof who, "rank %u (%s)", t->l.rank, host);
-    return net_fd_check(t->expected_kids, who, "tasks of the step", err);
+    return net_fd_check(t->expected_kids + !t->is_root, who,
+                        t->is_root ? "tasks of the step"
+                                   : "tasks of the step, its parent among them",
+                        err);
 }
 
 static int layout_of(struct tree *t, const struct tree_layout *layout, struct cohort_err *err)

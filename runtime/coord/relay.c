@@ -480,7 +480,10 @@ static int setup(struct relay *r, struct cohort_err *err)
     r->first_kid = (cfg->node + 1) * cfg->fanout;
     char who[48];
     snprintf(who, sizeof who, "the node relay of node %u", cfg->node);
-    if (net_fd_check(relay_fds(cfg, r->others > 0) + r->others, who,
+    /* net_fd_check counts the room for strangers itself: RELAY_POOL is that room */
+    _Static_assert(RELAY_POOL == NET_ROOM_MIN, "a shared relay's room is the one checked for");
+    uint32_t room = r->others ? RELAY_POOL : 0;
+    if (net_fd_check(relay_fds(cfg, r->others > 0) - room + r->others, who,
                      r->others ? "of its node's ranks, the relays below it, the one above, its "
                                  "listeners and what its process holds besides, one each"
                                : "of its node's ranks, the relays below it, the one above and "

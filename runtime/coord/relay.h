@@ -38,13 +38,14 @@
 #include "coord_config.h"
 #include "error.h"
 
-/* In a process shared by several relays (host.h): the unproven
- * connections (strangers', and its peers' while they prove themselves) a
- * relay may hold at once on its Unix socket and TCP port together, beyond
- * the slots kept for its ranks and relays (net_reserve), so that a flood
- * on one relay's port cannot take the descriptors of the others, nor of
- * its own peers (the oldest unproven connection makes room for a new
- * one). */
+/* In a process shared by several relays (host.h): the connections from
+ * other hosts a relay may hold at once unproven (strangers', and the
+ * relays' below while they prove themselves), beyond the slots kept for
+ * its ranks and relays (net_reserve), so that a flood on one relay's port
+ * cannot take the descriptors of the others, nor of its own peers (the
+ * oldest of the largest source's makes room for a new one). Its node's
+ * ranks, of its uid, count only against the whole: the slots and this
+ * room. The connection layer's NET_ROOM_MIN. */
 #define RELAY_POOL 64
 
 /* Serves cfg (a COORD_RELAY record) until the end above: 0, -1 with err

@@ -10,6 +10,7 @@ runtime_net_libcohort_net_la_SOURCES = \
 	runtime/net/handshake.c runtime/net/handshake.h \
 	runtime/net/conn.c runtime/net/conn.h \
 	runtime/net/net.c runtime/net/net_dial.c runtime/net/net.h \
+	runtime/net/net_pool.c runtime/net/net_origin.c \
 	runtime/net/net_private.h
 runtime_net_libcohort_net_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS) $(MUNGE_CFLAGS)
 runtime_net_libcohort_net_la_LIBADD = $(CRYPTO_LIBS) $(MUNGE_LIBS)

@@ -1,8 +1,8 @@
-/* net.c - the connection layer's loop (net.h): listeners and their pools
- * of unproven connections (held out of the slots kept for proven peers,
- * the oldest making room for a new one), the parent's side of the
- * handshake, ready connections, timers and events. The child's side is in
- * net_dial.c. */
+/* net.c - the connection layer's loop (net.h): listeners (this host's
+ * strangers closed at once, an unproven connection making room for a new
+ * one when there is none: their account is net_pool.c's), the parent's
+ * side of the handshake, ready connections, timers and events. The
+ * child's side is in net_dial.c. */
 #include "net_private.h"
 
 #include <errno.h>
@@ -44,7 +44,7 @@ long net_fd_limit(void)
 
 int net_fd_check(uint32_t peers, const char *who, const char *what, struct cohort_err *err)
 {
-    long limit = net_fd_limit(), need = (long)peers + NET_FD_SPARE;
+    long limit = net_fd_limit(), need = (long)peers + NET_ROOM_MIN + NET_FD_SPARE;
     if (need <= limit)
         return 0;
     return cohort_fail_code(err, COHORT_E_RESOURCE,
@@ -75,6 +75,7 @@ int net_new(const struct hs_self *me, const struct net_ops *ops, struct net **ou
     n->epfd = epoll_create1(EPOLL_CLOEXEC);
     n->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     n->fd_cap = net_fd_limit() - NET_FD_SPARE;
+    net_pool_init(&n->pool);
     if (n->epfd < 0) {
         int e = errno;
         net_free(n);
@@ -108,6 +109,7 @@ void net_free(struct net *n)
         close(n->epfd);
     if (n->spare_fd >= 0)
         close(n->spare_fd);
+    net_pool_free(&n->pool);
     free(n->conns);
     free(n->lis);
     free(n->evs);
@@ -126,8 +128,7 @@ int net_listen(struct net *n, int fd, bool is_unix, struct cohort_err *err)
         return cohort_fail_code(err, COHORT_E_RESOURCE, "cannot watch a bootstrap socket (%s)",
                                 strerror(errno));
     }
-    *l = (struct net_listener){.tag = NET_TAG_LISTENER, .fd = fd, .is_unix = is_unix,
-                               .pool_max = is_unix ? NET_POOL_UNIX : NET_POOL_TCP};
+    *l = (struct net_listener){.tag = NET_TAG_LISTENER, .fd = fd, .is_unix = is_unix};
     n->lis[n->n_lis++] = l;
     return 0;
 }
@@ -196,46 +197,11 @@ bool net_wait_read(struct net *n, struct net_conn *c, int timeout_ms)
     return !c->closed;
 }
 
-/* c, just accepted by listener li, joins its pool as the newest. */
-static void pool_join(struct net *n, struct net_conn *c, int li)
-{
-    struct net_listener *l = n->lis[li];
-    c->listener = li;
-    c->older = l->newest;
-    c->newer = NULL;
-    if (l->newest)
-        l->newest->newer = c;
-    else
-        l->oldest = c;
-    l->newest = c;
-    l->unproven++;
-}
-
-/* c leaves its listener's pool, proven or closed (nothing when it is in
- * none: a dial, or proven already). */
-static void pool_leave(struct net *n, struct net_conn *c)
-{
-    if (c->listener < 0)
-        return;
-    struct net_listener *l = n->lis[c->listener];
-    if (c->older)
-        c->older->newer = c->newer;
-    else
-        l->oldest = c->newer;
-    if (c->newer)
-        c->newer->older = c->older;
-    else
-        l->newest = c->older;
-    c->older = c->newer = NULL;
-    l->unproven--;
-    c->listener = -1;
-}
-
 void net_close(struct net *n, struct net_conn *c)
 {
     if (c->state == NET_DEAD)
         return;
-    pool_leave(n, c);
+    net_pool_leave(&n->pool, c);
     conn_close(&c->c); /* closing the socket takes it out of epoll */
     c->events = 0;
     c->state = NET_DEAD;
@@ -254,10 +220,7 @@ unsigned net_refused(const struct net *n)
 
 size_t net_unproven(const struct net *n)
 {
-    size_t u = 0;
-    for (size_t i = 0; i < n->n_lis; i++)
-        u += n->lis[i]->unproven;
-    return u;
+    return n->pool.remote + n->pool.trusted.count;
 }
 
 int net_send(struct net_conn *c, enum wire_type type, uint16_t flags, uint32_t rank,
@@ -328,13 +291,6 @@ void net_flush(struct net *n, long long deadline)
 
 /* --- the parent's side ------------------------------------------------- */
 
-static bool same_uid(int fd)
-{
-    struct ucred cred;
-    socklen_t len = sizeof cred;
-    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid();
-}
-
 int net_accept(int lfd, int flags, int *spare)
 {
     int fd = accept4(lfd, NULL, NULL, flags);
@@ -387,7 +343,7 @@ static void serve_proving(struct net *n, struct net_conn *c)
         net_close(n, c);
         return;
     }
-    pool_leave(n, c);
+    net_pool_leave(&n->pool, c);
     if (a == NET_REFUSE) {
         conn_consume(&c->c, &f);
         refuse(n, c, &why);
@@ -410,47 +366,57 @@ static void serve_proving(struct net *n, struct net_conn *c)
     net_tell(n, c, NET_EV_JOINED);
 }
 
-/* Room for a connection new on listener l: the oldest unproven one of l
- * leaves when l's pool is full; else, when the unproven ones fill what the
- * reserve leaves of the cap (at least 1) or the loop is at its cap, that
- * of the listener holding the most (l on a tie: none loses its even share
- * to another's flood). It is served first (a peer whose hello waits is
- * proven, not closed). False when there is nothing unproven to close. */
-static bool make_room(struct net *n, struct net_listener *l)
+/* Room for a connection new in this round from src (NULL: trusted): when
+ * it is from another host and those fill what the reserve leaves of the
+ * cap (the room), or the loop is at its cap, the unproven connection
+ * net_pool_victim names is served (a peer whose hello waits is proven)
+ * or closed, and the next until one is closed (the cap) or the room is
+ * made. False when none can be: the newcomer is to be closed. */
+static bool make_room(struct net *n, const struct net_source *src)
 {
-    struct net_listener *from = NULL;
     long room = n->fd_cap - n->reserve;
-    if (l->unproven >= l->pool_max) {
-        from = l;
-    } else if ((long)net_unproven(n) >= (room > 1 ? room : 1) ||
-               (long)(n->n_conns - n->dead) >= n->fd_cap) {
-        from = l;
-        for (size_t i = 0; i < n->n_lis; i++)
-            if (n->lis[i]->unproven > from->unproven)
-                from = n->lis[i];
+    room = room < 1 ? 1 : room > NET_ROOM_MAX ? NET_ROOM_MAX : room;
+    while ((src && (long)n->pool.remote >= room) || (long)(n->n_conns - n->dead) >= n->fd_cap) {
+        struct net_conn *c = net_pool_victim(&n->pool, src, n->burst);
+        if (!c)
+            return false;
+        serve_proving(n, c);
+        if (c->state == NET_PROVING)
+            net_close(n, c);
     }
-    if (!from)
-        return true;
-    struct net_conn *c = from->oldest;
-    if (!c)
-        return false;
-    serve_proving(n, c);
-    if (c->state == NET_PROVING)
-        net_close(n, c);
     return true;
+}
+
+/* Where the connection on fd, new on l, comes from: a Unix peer of this
+ * uid or another; TCP, net_origin's answer. */
+static enum net_origin origin(struct net *n, const struct net_listener *l, int fd,
+                              struct net_source *src)
+{
+    if (!l->is_unix)
+        return net_origin(n, fd, src);
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    bool ours = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+                cred.uid == geteuid();
+    return ours ? NET_FROM_US : NET_FROM_STRANGER;
 }
 
 static void accept_on(struct net *n, int li)
 {
     struct net_listener *l = n->lis[li];
+    n->burst++;
     for (int i = 0; i < ACCEPT_BURST; i++) {
         int fd = net_accept(l->fd, SOCK_NONBLOCK | SOCK_CLOEXEC, &n->spare_fd);
         if (fd == -2)
             return; /* nothing more waits */
         if (fd < 0)
             continue;
-        /* another uid on a Unix socket; no room, and no stranger to make it */
-        if ((l->is_unix && !same_uid(fd)) || !make_room(n, l)) {
+        struct net_source from, *src = &from;
+        enum net_origin o = origin(n, l, fd, &from);
+        if (o == NET_FROM_US)
+            src = NULL;
+        /* another uid of this host, unread; no room, and none to make it */
+        if (o == NET_FROM_STRANGER || !make_room(n, src)) {
             close(fd);
             continue;
         }
@@ -459,9 +425,14 @@ static void accept_on(struct net *n, int li)
             close(fd);
             return;
         }
-        pool_join(n, c, li);
+        c->listener = li;
+        c->burst = n->burst;
         c->state = NET_PROVING;
         c->deadline = net_now_ms() + NET_PROVE_MS;
+        if (net_pool_join(&n->pool, c, src) < 0) {
+            net_close(n, c);
+            continue;
+        }
         if (!l->is_unix) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

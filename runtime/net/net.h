@@ -3,21 +3,26 @@
  * anything else in libcohort that serves peers.
  *
  * Listening: every accepted connection is challenged at once and has
- * NET_PROVE_MS to send a good hello (handshake.h); until then it sits in
- * its listener's pool of unproven connections. Unproven connections never
- * take the slots the owner reserved for its proven peers (net_reserve):
- * together they are held to the rest of the loop's cap, each listener
- * sure of its even share of it (and of at most its NET_POOL_*). A
- * connection that finds no room takes the place of the oldest unproven
- * connection of the listener holding the most (its own on a tie), once
- * that one is found to have no hello waiting (one that has is proven
- * instead), so that a stranger's flood can cost a peer a retry but not
- * keep it out, and a flood on one listener never evicts another's within
- * its share. A Unix listener closes connections of another uid at once
- * (SO_PEERCRED). A proven hello
- * goes to the owner's admit callback; an admitted peer is welcomed and its
- * session starts: from then on every frame both ways carries a MAC and an
- * implicit sequence number (session.h).
+ * NET_PROVE_MS to send a good hello (handshake.h); until then it is
+ * unproven. A Unix listener closes connections of another uid at once
+ * (SO_PEERCRED), unread; a TCP listener does the same with a connection
+ * from this host (loopback, or the address it came to) whose socket the
+ * kernel does not show to be this process's euid's (sock_diag; where it
+ * cannot tell, such connections are grouped as other hosts' are). This
+ * uid's unproven connections count only against the loop's cap. Those
+ * from other hosts never take the slots the owner reserved for its
+ * proven peers (net_reserve): together they are held to the rest of the
+ * cap (the room), grouped by source (an IPv4 address, an IPv6 /64). A
+ * connection that finds no room takes the place of the oldest of the
+ * largest group (its own on a tie), once that one is found to have no
+ * hello waiting (one that has is proven instead), so that a host
+ * flooding the loop takes its own connections' places, not those of a
+ * host holding fewer; a connection accepted in the same round is never
+ * closed for a newcomer of its own group or one about as large (the
+ * newcomer is closed). A proven hello goes to the owner's admit
+ * callback; an admitted peer is welcomed and its session starts: from
+ * then on every frame both ways carries a MAC and an implicit sequence
+ * number (session.h).
  *
  * Dialing: net_dial connects to a parent, retrying (1 ms growing to
  * NET_RETRY_MAX_MS) while it is not there or closes the connection before
@@ -48,8 +53,8 @@
 #define NET_CHALLENGE_MS 3000   /* a TCP parent's time to challenge a connection */
 #define NET_CONNECT_TRY_MS 2000 /* one connect to one address */
 #define NET_RETRY_MAX_MS 250    /* the longest wait between dials */
-#define NET_POOL_TCP 4096       /* unproven connections per TCP listener at most */
-#define NET_POOL_UNIX 256       /* and per Unix listener */
+#define NET_ROOM_MAX 4096       /* unproven connections from other hosts at most */
+#define NET_ROOM_MIN 64         /* and the room for them net_fd_check asks for */
 #define NET_FD_SPARE 16         /* descriptors kept for all but connections */
 #define NET_UNAUTH_MAX 1024     /* bytes a frame may hold before its sender is proven */
 
@@ -85,9 +90,11 @@ struct net_conn {
     bool closed_told;        /* NET_EV_CLOSED was given */
     unsigned events;         /* what epoll watches for it (0: not watched) */
     int ev;                  /* its slot in this round's events, or -1 */
-    /* server, unproven: its neighbours in its listener's pool, in the
-     * order they were accepted (NULL at either end) */
+    /* server, unproven: its group (net_private.h) and its neighbours
+     * there, in the order they were accepted (NULL at either end) */
+    struct net_group *group;
     struct net_conn *older, *newer;
+    unsigned burst;          /* server: the listener's wake-up that accepted it */
 };
 
 enum net_admit { NET_ADMIT, NET_DROP, NET_REFUSE };
@@ -145,8 +152,9 @@ void net_cap(struct net *n, long conns);
 
 /* Keeps peers of n's connections (net_cap's, or the process's limit) for
  * proven ones: the most the owner's admit lets in at once, with its own
- * dials. Unproven connections are held to the rest (at least 1), so that
- * no stranger takes a peer's slot. Without it nothing is kept. */
+ * dials. Unproven connections from other hosts are held to the rest (at
+ * least 1, at most NET_ROOM_MAX), so that no stranger takes a peer's
+ * slot. Without it nothing is kept. */
 void net_reserve(struct net *n, long peers);
 
 /* The descriptors this process may use for connections: the soft limit,
@@ -161,9 +169,10 @@ long net_fd_limit(void);
 int net_accept(int lfd, int flags, int *spare);
 
 /* Whether this process (who, for the message: "rank 0 (n1)") can hold
- * peers connections and NET_FD_SPARE descriptors besides, under
- * net_fd_limit. 0, or -1 with err (COHORT_E_RESOURCE): "WHO serves PEERS
- * WHAT, but its open-file limit is L (ulimit -n): raise it to at least N". */
+ * peers connections, NET_ROOM_MIN unproven ones and NET_FD_SPARE
+ * descriptors besides, under net_fd_limit. 0, or -1 with err
+ * (COHORT_E_RESOURCE): "WHO serves PEERS WHAT, but its open-file limit is
+ * L (ulimit -n): raise it to at least N". */
 int net_fd_check(uint32_t peers, const char *who, const char *what, struct cohort_err *err);
 
 /* Serves a bound, listening, non-blocking socket. */
@@ -216,7 +225,7 @@ void net_close(struct net *n, struct net_conn *c);
 void net_refuse(struct net *n, const struct cohort_err *why);
 /* How many proven hellos were answered so. */
 unsigned net_refused(const struct net *n);
-/* Connections accepted and not yet proven (all listeners). */
+/* Connections accepted and not yet proven (all listeners, trusted or not). */
 size_t net_unproven(const struct net *n);
 
 /* The loop's epoll descriptor: readable when net_poll has something to

@@ -130,7 +130,8 @@ static void at_end(struct net *n, struct net_conn *c)
     if (d->dropped)
         fail(n, c, COHORT_E_AUTH, "%s did not welcome rank %u within %d s (it closed the "
                                   "connection after the hello): does it hold this step's "
-                                  "COHORT_SECRET?",
+                                  "COHORT_SECRET, or is there a flood of connections on that "
+                                  "port?",
              d->t.name, n->me.rank, d->t.timeout_s);
     else if (d->t.is_unix && n->me.key->kind == AUTH_SECRET) /* the name comes from the secret */
         fail(n, c, COHORT_E_NETWORK, "%s did not answer within %d s (is it running, and does "
@@ -311,7 +312,7 @@ static void handshake_input(struct net *n, struct net_conn *c)
         if (open)
             return;
         d->dropped |= !challenge; /* closed after the hello */
-        retry(c);                 /* before it: a listener going away, or a full pool */
+        retry(c);                 /* before it: a listener going away, or no room */
     } else if (f.type == WIRE_ABORT && refusal(&f, &e) < 0) {
         fail(n, c, challenge ? COHORT_E_NETWORK : COHORT_E_AUTH,
              "%s sent a malformed abort frame instead of a %s", d->t.name,
