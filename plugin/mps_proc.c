@@ -9,10 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "linux_calls.h"
 
 #define KILL_ROUNDS 4
 #define ENVIRON_MAX (4 << 20) /* the most of a process's environment read */
@@ -52,6 +53,15 @@ void mps_user_free(struct mps_user *u)
     u->ngroups = 0;
 }
 
+int mps_user_become(const struct mps_user *u)
+{
+    if (geteuid() == 0 && setgroups(u->ngroups, u->groups) < 0)
+        return -1;
+    if (setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
+        return -1;
+    return 0;
+}
+
 void mps_child_become(const struct mps_user *u, int in_fd, int out_fd)
 {
     sigset_t none;
@@ -65,9 +75,7 @@ void mps_child_become(const struct mps_user *u, int in_fd, int out_fd)
         (void)!write(oom, "0\n", 2);
         close(oom);
     }
-    if (geteuid() == 0 && setgroups(u->ngroups, u->groups) < 0)
-        _exit(126);
-    if (setresgid(u->gid, u->gid, u->gid) < 0 || setresuid(u->uid, u->uid, u->uid) < 0)
+    if (mps_user_become(u) < 0)
         _exit(126);
     int null = open("/dev/null", O_RDWR);
     dup2(in_fd >= 0 ? in_fd : null, 0);

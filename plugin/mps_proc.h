@@ -26,6 +26,11 @@ void mps_user_groups(struct mps_user *u);
 /* Frees what mps_user_groups allocated. */
 void mps_user_free(struct mps_user *u);
 
+/* In a child of slurmstepd (after fork: async-signal-safe): exactly the
+ * user's groups (none when they were not known; set only when running as
+ * root), then its gid and uid for good. 0, or -1 with errno. */
+int mps_user_become(const struct mps_user *u);
+
 /* In a child about to exec: the signal handlers and mask of a new process,
  * an OOM score of 0 (slurmstepd's own protects it), exactly the user's
  * groups (none when they were not known), gid and uid for good, stdin from in_fd (-1:

@@ -229,7 +229,8 @@ void store_step_ended(struct store_step *s, uint32_t local, uint32_t rank, int s
 
 void store_step_end(struct store_step *s)
 {
-    agent_watch_stop(s->watch); /* before the input closes: that is no death */
+    /* The watch is stopped before the agent's input closes: that closing is no death. */
+    agent_watch_stop(s->watch);
     s->watch = NULL;
     if (s->events_fd >= 0) /* never 0: slurmstepd's, when no agent was started */
         close(s->events_fd);
@@ -245,17 +246,23 @@ void store_step_end(struct store_step *s)
     s->up = false;
 }
 
-/* The agent's death watched, with the line its node's tasks get then. */
-static void watch_agent(struct store_step *s, const struct cohort_step *step, uint32_t n_tasks)
+/* The agent's death watched, with the line its node's tasks get then and
+ * the user (the job's: its ids, the groups slurmstepd set for user_init)
+ * whose rights the line is written with. */
+static void watch_agent(struct store_step *s, const struct cohort_step *step, uint32_t n_tasks,
+                        uid_t uid, gid_t gid)
 {
     char host[256], line[COHORT_ERR_LEN];
     if (hostlist_nth(step->nodes, step->node_id, host, sizeof host) < 0)
         snprintf(host, sizeof host, "?");
-    snprintf(line, sizeof line, "cohort: store: the node agent of node %u (%s), this task's "
-             "node, died while the step runs: this node's tasks have lost PyTorch's store "
-             "(their store calls fail from now on), and ranks that wait on the store are told "
-             "this node's ranks are gone", step->node_id, host);
-    s->watch = agent_watch_start(s->events_fd, n_tasks, line);
+    snprintf(line, sizeof line, "cohort: store: the node agent of node %u (%s) died while the "
+             "step was running: this task's store calls fail from now on, and ranks waiting on "
+             "the store are told this node's ranks are gone (the node's slurmd log may say "
+             "why)", step->node_id, host);
+    struct mps_user u = {.uid = uid, .gid = gid};
+    mps_user_groups(&u);
+    s->watch = agent_watch_start(s->events_fd, n_tasks, line, &u);
+    mps_user_free(&u);
     if (!s->watch)
         slurm_error("cohort: --cohort-store: the node agent's death cannot be watched (no "
                     "thread): its tasks would not be told of it");
@@ -316,7 +323,7 @@ void store_step_start(struct store_step *s, spank_t sp, const struct plugin_args
     else
         setup(s, ma || mp, uid, gid, agent && *agent ? agent : COHORT_AGENT_PATH, &r, timeout_s);
     if (s->up)
-        watch_agent(s, step, plan->n_tasks);
+        watch_agent(s, step, plan->n_tasks, uid, gid);
     for (size_t i = 0; i < r.n; i++)
         explicit_bzero(r.values[i], strlen(r.values[i]));
     envlist_clear(&r);

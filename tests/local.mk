@@ -50,6 +50,13 @@ tests_unit_test_mps_daemon_SOURCES = tests/unit/test_mps_daemon.c plugin/mps.c p
 tests_unit_test_mps_daemon_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/plugin \
 	-DFAKE_MPS='"$(abs_top_srcdir)/tests/cluster/fake-mps-control"'
 tests_unit_test_mps_daemon_LDADD = runtime/apply/libcohort_apply.la $(UNIT_LDADD)
+# The plugin's watch of the node agent, with real task processes.
+check_PROGRAMS += tests/unit/test_agent_watch
+TESTS += tests/unit/test_agent_watch
+tests_unit_test_agent_watch_SOURCES = tests/unit/test_agent_watch.c plugin/agent_watch.c \
+	plugin/mps_proc.c
+tests_unit_test_agent_watch_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/plugin
+tests_unit_test_agent_watch_LDADD = -lpthread
 endif
 tests_unit_test_mps_LDADD = $(UNIT_LDADD)
 tests_unit_test_mps_CPPFLAGS = $(tests_unit_test_plan_CPPFLAGS)

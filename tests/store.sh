@@ -8,8 +8,9 @@
 # a rank SIGKILLed while the others initialize (every other rank fails,
 # none hangs, each told in its stderr which key it waits for and which rank
 # is gone); a node's agent SIGKILLed while the step runs (that node's
-# tasks told in one line each by the plugin, the other node's by the store
-# holder; all fail with PyTorch's error); a stranger (the user nobody, from
+# tasks told in one line each by the plugin, and the node's slurmd log
+# says so; the other node's by the store holder; all fail with PyTorch's
+# error); a stranger (the user nobody, from
 # a copy of its client in the node's /tmp) trying TCPStore's SET and GET on
 # every port the step's processes listen on, with and without the option
 # (without it, rank 0's TCPStore takes the stranger's key: the test can
@@ -83,11 +84,15 @@ run "$tmp/dies" --ntasks-per-node=2 --cohort-store --open-mode=append \
     --error="$work/dies-%t.err" --export="$env,COHORT_TEST_TIMEOUT=15" \
     "$py" "$scripts/store_agent_dies.py"
 rc=$?
-own=$(cat "$work"/dies-[23].err 2>/dev/null | grep -c "^cohort: store: the node agent of node 1 (n2), this task's node, died while the step runs: this node's tasks have lost PyTorch's store")
+own=$(cat "$work"/dies-[23].err 2>/dev/null | grep -c "^cohort: store: the node agent of node 1 (n2) died while the step was running: this task's store calls fail from now on")
 others=$(cat "$work"/dies-[01].err 2>/dev/null | grep -c "^cohort: store: the store agent of node 1 is gone, its ranks with it; this rank has waited over 1 s for key '.*never'")
 [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$(grep -c '^failed [0-3]: ' "$tmp/dies")" = 4 ] &&
     [ "$own" = 2 ] && [ "$others" = 2 ] && ! cat "$work"/dies-*.err | grep -q 'agent of node 0'
 ok $? "node 1's agent SIGKILLed after init_process_group: its node's 2 tasks are each told in one line and fail with PyTorch's error, the other node's 2 are told by the store holder and fail at their timeout (srun $rc; $(grep -c '^failed' "$tmp/dies") failed; $own and $others told: $(cat "$work/dies-2.err" 2>/dev/null | grep -m1 '^cohort: store' | cut -c1-200); $(why "$tmp/dies"))"
+# The plugin's line in n2's slurmd log is written before the step ends there.
+logged=$(grep -c "cohort: store: the node agent died while the step was running: 2 of the node's 2 running tasks were told so in their stderr$" "$dir/log/slurmd-n2.log")
+[ "$logged" = 1 ]
+ok $? "n2's slurmd log says in one line that its 2 running tasks were told ($(grep -m1 'the node agent died' "$dir/log/slurmd-n2.log" | cut -c1-240))"
 
 # --- a stranger on every port ----------------------------------------------
 stranger() { # stranger NAME ARGS...: the step, its stranger lines in $tmp/NAME.lines
