@@ -105,7 +105,8 @@ TESTS += tests/unit/test_sched tests/unit/test_sched_budget
 tests_unit_test_sched_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 tests_unit_test_sched_budget_LDADD = runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
-# The placement of streams on workers, on a simulated clock.
+# PyTorch's store's core: the TCPStore protocol, keys, waits, watches and
+# queues, with no socket and no clock of its own.
 check_PROGRAMS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model \
 	tests/unit/test_store_kv_watch
 TESTS += tests/unit/test_tcpstore tests/unit/test_store_kv tests/unit/test_store_kv_model \
@@ -117,6 +118,7 @@ tests_unit_test_store_kv_LDADD = $(tests_unit_test_tcpstore_LDADD)
 tests_unit_test_store_kv_model_LDADD = $(tests_unit_test_tcpstore_LDADD)
 tests_unit_test_store_kv_watch_LDADD = $(tests_unit_test_tcpstore_LDADD)
 
+# The placement of streams on workers, on a simulated clock.
 check_PROGRAMS += tests/unit/test_place tests/unit/test_place_model tests/unit/test_place_same
 TESTS += tests/unit/test_place tests/unit/test_place_model tests/unit/test_place_same
 tests_unit_test_place_LDADD = runtime/streams/libcohort_place.la $(UNIT_LDADD)
@@ -136,11 +138,12 @@ tests_bootstrap_attack_LDADD = runtime/bootstrap/libcohort_bootstrap.la \
 tests_bootstrap_boot_check_LDADD = runtime/libcohort/libcohort.la
 # no libtool wrapper script: 1024 of them would cost a minute of shell
 tests_bootstrap_boot_check_LDFLAGS = -no-install
-# The work queue's messages and the coordinator's start record.
+# The stream sets' messages.
 check_PROGRAMS += tests/unit/test_streams_msg
 TESTS += tests/unit/test_streams_msg
 tests_unit_test_streams_msg_LDADD = runtime/streams/libcohort_streams_msg.la \
 	runtime/net/libcohort_net.la $(UNIT_LDADD)
+# The work queue's messages and the coordinator's start record.
 check_PROGRAMS += tests/unit/test_work_msg
 TESTS += tests/unit/test_work_msg
 tests_unit_test_work_msg_LDADD = runtime/coord/libcohort_coord_config.la \
