@@ -23,6 +23,7 @@ import sys
 
 # Bottom to top. Folders of one layer may not use each other.
 LAYERS = [
+    ["runtime/base"],
     ["runtime/planner"],
     ["runtime/apply", "runtime/net"],
     ["runtime/bootstrap", "runtime/work", "runtime/streams", "runtime/store"],

@@ -3,19 +3,19 @@
 ## derives its step-wide values (no topology, no hwloc; libcohort links only
 ## this), libcohort_planner.la adds topology, CPU shares and plans with hwloc
 ## and carries the base inside it (the tools, the plugin and the tests link
-## it alone).
+## it alone). The base carries layer 0 (runtime/base) inside it, so every
+## link that has the planner has the base too.
 noinst_LTLIBRARIES += runtime/planner/libcohort_planner_base.la
 runtime_planner_libcohort_planner_base_la_SOURCES = \
-	runtime/planner/error.c runtime/planner/error.h \
 	runtime/planner/hostlist.c runtime/planner/hostlist.h \
 	runtime/planner/tasks_per_node.c runtime/planner/tasks_per_node.h \
-	runtime/planner/envlist.c runtime/planner/envlist.h \
 	runtime/planner/ports.c runtime/planner/ports.h \
 	runtime/planner/cpu_mask.c runtime/planner/cpu_mask.h \
 	runtime/planner/step.c runtime/planner/step.h \
 	runtime/planner/layout.c runtime/planner/layout.h \
 	runtime/planner/step_env.c runtime/planner/step_env.h \
 	runtime/planner/plan_step.c runtime/planner/plan_step.h
+runtime_planner_libcohort_planner_base_la_LIBADD = runtime/base/libcohort_base.la
 
 noinst_LTLIBRARIES += runtime/planner/libcohort_planner.la
 runtime_planner_libcohort_planner_la_SOURCES = \
