@@ -10,11 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "apply.h"
+#include "base_sys.h"
+#include "base_text.h"
 #include "lean_load.h"
 #include "envlist.h"
 #include "plan.h"
@@ -64,13 +65,6 @@ static char topo_note[300];              /* where the topology came from, for ve
 #define SRUN_VERBOSE "SLURM_COHORT_SRUN_VERBOSE" /* srun's COHORT_VERBOSE */
 #define SRUN_MPS "SLURM_COHORT_SRUN_MPS"         /* srun's COHORT_MPS */
 #define SRUN_STORE "SLURM_COHORT_SRUN_STORE"     /* srun's COHORT_STORE */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static const char *const gpu_vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
                                        "CUDA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE"};
@@ -207,21 +201,13 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
     const char *secret = getenv("COHORT_SECRET");
     if (!secret && !made[0]) {
         unsigned char raw[32];
-        size_t got = 0;
-        while (got < sizeof raw) {
-            ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                explicit_bzero(raw, sizeof raw);
-                slurm_error("cohort: no random bytes for the step secret; the runtime's "
-                            "bootstrap will use its fallback");
-                return 0;
-            }
-            got += (size_t)n;
+        if (base_random(raw, sizeof raw) < 0) {
+            explicit_bzero(raw, sizeof raw);
+            slurm_error("cohort: no random bytes for the step secret; the runtime's "
+                        "bootstrap will use its fallback");
+            return 0;
         }
-        for (size_t i = 0; i < sizeof raw; i++)
-            snprintf(made + 2 * i, 3, "%02x", raw[i]);
+        base_hex_encode(raw, sizeof raw, made);
         explicit_bzero(raw, sizeof raw);
     }
     /* srun refuses spank_setenv here; its environment is the way on. */
@@ -412,9 +398,9 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     if (job_opts.verbose && !v) /* for what runs in the tasks: the work coordinator's progress */
         spank_setenv(sp, "COHORT_VERBOSE", "1", 0);
     free(v);
-    double start = now_ms();
+    double start = base_now_ns() / 1e6;
     int rc = setup_node(sp, &err);
-    setup_ms = now_ms() - start;
+    setup_ms = base_now_ns() / 1e6 - start;
     if (rc < 0) {
         snprintf(setup_error, sizeof setup_error, "%s", err.msg);
         slurm_verbose("cohort: job %u: %s", step.job_id, err.msg); /* the tasks say it */
@@ -447,7 +433,7 @@ static int task_problem(const char *what, const char *without)
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-    double start = now_ms();
+    double start = base_now_ns() / 1e6;
     struct cohort_err err;
     (void)ac;
     (void)av;
@@ -493,7 +479,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         char line[2048];
         plan_line(line, sizeof line, plan, topo, (uint32_t)local);
         fprintf(stderr, "%s; node setup %.2f ms, task %.2f ms%s%s%s%s%s%s\n", line, setup_ms,
-                now_ms() - start, note[0] ? "; " : "", note, topo_note[0] ? "; " : "",
+                base_now_ns() / 1e6 - start, note[0] ? "; " : "", note, topo_note[0] ? "; " : "",
                 topo_note, mps_note[0] ? "; " : "", mps_note);
         for (unsigned i = 0; local == 0 && i < plan->n_notes; i++)
             fprintf(stderr, "cohort: note: %s\n", plan->notes[i]);

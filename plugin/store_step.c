@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base_sys.h"
 #include "mps_proc.h"
 #include "spank_env.h"
 
@@ -31,13 +32,6 @@ int store_step_want(const struct plugin_args *args, const char *env, bool opt_gi
     return 0;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 #define RECORD_MAX (512u << 10) /* the agent's record at most (it reads 1 MiB at most) */
 
 /* Sends all of p[0..n) on a socket by end (ms): 0, or -1. */
@@ -45,7 +39,7 @@ static int send_by(int fd, const char *p, size_t n, long long end)
 {
     for (size_t off = 0; off < n;) {
         struct pollfd pf = {.fd = fd, .events = POLLOUT};
-        long long left = end - now_ms();
+        long long left = end - base_now_ms();
         int r = left > 0 ? poll(&pf, 1, (int)left) : 0;
         if (r < 0 && errno == EINTR)
             continue;
@@ -90,7 +84,7 @@ static void read_line(int fd, long long end, char *line, size_t cap)
     line[0] = 0;
     while (got + 1 < cap && !memchr(line, '\n', got)) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        long long left = end - now_ms();
+        long long left = end - base_now_ms();
         int r = left > 0 ? poll(&p, 1, (int)left) : 0;
         if (r < 0 && errno == EINTR)
             continue;
@@ -149,7 +143,7 @@ static void setup(struct store_step *s, bool user_set, uid_t uid, gid_t gid, con
         char line[COHORT_ERR_LEN + 16];
         close(out[1]);
         out[1] = -1;
-        long long end = now_ms() + (long long)timeout_s * 1000;
+        long long end = base_now_ms() + (long long)timeout_s * 1000;
         if (send_record(in[1], record, end) == 0)
             read_line(out[0], end, line, sizeof line);
         else

@@ -22,16 +22,17 @@ EXTRA_DIST += tests/unit/tap.h tests/fixtures/make-fixtures.py \
 	tests/fixtures/dgx-a100.xml tests/fixtures/dgx-h100.xml tests/fixtures/demo.env
 
 check_PROGRAMS += tests/unit/test_hostlist tests/unit/test_tasks_per_node \
-	tests/unit/test_ports tests/unit/test_step tests/unit/test_plan \
+	tests/unit/test_ports tests/unit/test_step tests/unit/test_plan tests/unit/test_base \
 	tests/fuzz/fuzz_hostlist_replay
 TESTS += tests/unit/test_hostlist tests/unit/test_tasks_per_node \
-	tests/unit/test_ports tests/unit/test_step tests/unit/test_plan \
+	tests/unit/test_ports tests/unit/test_step tests/unit/test_plan tests/unit/test_base \
 	tests/fuzz/fuzz_hostlist_replay tests/cohort-info.sh tests/cohort-launch.sh
 EXTRA_DIST += tests/tap.sh tests/lsan.supp tests/cohort-info.sh tests/cohort-launch.sh tests/fuzz/run-libfuzzer.sh tests/fuzz/corpus
 
 tests_unit_test_hostlist_LDADD = $(UNIT_LDADD)
 tests_unit_test_tasks_per_node_LDADD = $(UNIT_LDADD)
 tests_unit_test_ports_LDADD = $(UNIT_LDADD)
+tests_unit_test_base_LDADD = $(UNIT_LDADD)
 tests_unit_test_step_LDADD = $(UNIT_LDADD)
 tests_unit_test_plan_LDADD = $(UNIT_LDADD)
 tests_unit_test_plan_CPPFLAGS = $(AM_CPPFLAGS) -DFIXTURES='"$(abs_top_srcdir)/tests/fixtures"'

@@ -216,7 +216,7 @@ static void serve(struct agent *a)
         if (p[1].revents & POLLIN)
             agent_local_accept(a);
         agent_local_sweep(a);
-        net_flush(a->net, net_now_ms()); /* what the socket takes now */
+        net_flush(a->net, base_now_ms()); /* what the socket takes now */
     }
     free(p);
 }

@@ -28,7 +28,7 @@ int agent_up_start(struct agent *a, struct cohort_err *err)
     struct net_target t = {.addrs = a->addrs, .port = a->port, .timeout_s = a->timeout_s,
                            .listening = false, .role = "store holder"};
     snprintf(t.name, sizeof t.name, "the step's store holder (%.100s:%u)", a->host, a->port);
-    if (!(a->up = net_dial(a->net, &t, net_now_ms() + (long long)a->timeout_s * 1000)))
+    if (!(a->up = net_dial(a->net, &t, base_now_ms() + (long long)a->timeout_s * 1000)))
         return cohort_fail(err, "out of memory");
     return 0;
 }

@@ -6,4 +6,6 @@
 noinst_LTLIBRARIES += runtime/base/libcohort_base.la
 runtime_base_libcohort_base_la_SOURCES = \
 	runtime/base/error.c runtime/base/error.h \
-	runtime/base/envlist.c runtime/base/envlist.h
+	runtime/base/envlist.c runtime/base/envlist.h \
+	runtime/base/base_sys.c runtime/base/base_sys.h \
+	runtime/base/base_text.c runtime/base/base_text.h

@@ -27,7 +27,7 @@
 
 long long tree_now_ms(void)
 {
-    return net_now_ms();
+    return base_now_ms();
 }
 
 static void host_of_node(const struct tree *t, uint32_t node, char *buf, size_t len)

@@ -39,7 +39,7 @@ int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_
                             .max_attempts = cfg->max_attempts};
     if (sched_create(cfg->n_items, cfg->size, &so, &co->s, err) < 0)
         return -1;
-    co->start_ms = net_now_ms();
+    co->start_ms = base_now_ms();
     co->join_by = co->start_ms +
                   (int64_t)(coord_relay_levels(cfg) + 1) * cfg->join_timeout_s * 1000;
     co->out_fd = co->lock_fd = co->offers_fd = -1;

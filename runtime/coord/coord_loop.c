@@ -55,16 +55,16 @@ static int wait_ms(struct coord *co, int64_t now)
 /* The rounds until should_stop says (its answer), or -1 with err. */
 static int serve(struct coord *co, struct cohort_err *err)
 {
-    int64_t now = net_now_ms();
+    int64_t now = base_now_ms();
     co->next_wake = now + COORD_KEEPALIVE_MS;
     co->next_progress = now + COORD_PROGRESS_MS;
     int stop;
-    while (!(stop = should_stop(co, now = net_now_ms()))) {
+    while (!(stop = should_stop(co, now = base_now_ms()))) {
         struct net_event *ev;
         int n = net_poll(co->net, wait_ms(co, now), &ev, err);
         if (n < 0)
             return -1;
-        now = net_now_ms();
+        now = base_now_ms();
         co->now = now;
         peers_events(co->peers, ev, n);
         struct sched_status before, after;
@@ -94,7 +94,7 @@ int coord_run(struct coord *co, struct cohort_err *err)
     int stop = serve(co, err);
     if (stop < 0) /* every worker still here is told why, not only that it is gone */
         coord_stopped(co, err);
-    net_flush(co->net, net_now_ms() + 1000);
+    net_flush(co->net, base_now_ms() + 1000);
     if (stop < 0 || coord_journal_end(co, err) < 0)
         return -1;
     coord_report(co);

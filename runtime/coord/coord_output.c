@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base_sys.h"
 #include "coord_private.h"
 #include "journal.h"
 #include "output.h"
@@ -132,19 +133,6 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int grow(void **p, size_t *cap, size_t n, size_t size)
-{
-    if (n < *cap)
-        return 0;
-    size_t c = *cap ? 2 * *cap : 256;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 /* The offers' tokens of folder dir_fd into l (and, with parts, the parts'
  * numbers): 0, -1 when it cannot be listed (errno), -2 out of memory. */
 static int scan(int dir_fd, struct listing *l, bool parts)
@@ -164,11 +152,11 @@ static int scan(int dir_fd, struct listing *l, bool parts)
     int rc = 0;
     while (rc == 0 && (de = readdir(d))) {
         if (output_tmp_token(de->d_name, t) == 0) {
-            rc = grow((void **)&l->tok, &l->cap_tok, l->n_tok, sizeof *l->tok);
+            rc = base_grow((void **)&l->tok, &l->cap_tok, l->n_tok + 1, sizeof *l->tok);
             if (rc == 0)
                 memcpy(l->tok[l->n_tok++], t, OUTPUT_TOKEN_LEN);
         } else if (parts && output_part_number(de->d_name, &n) == 0) {
-            rc = grow((void **)&l->part, &l->cap_part, l->n_part, sizeof *l->part);
+            rc = base_grow((void **)&l->part, &l->cap_part, l->n_part + 1, sizeof *l->part);
             if (rc == 0)
                 l->part[l->n_part++] = n;
         }
@@ -357,7 +345,7 @@ int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len
 
 int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token)
 {
-    if (grow((void **)&co->pend, &co->cap_pend, co->n_pend, sizeof *co->pend) < 0)
+    if (base_grow((void **)&co->pend, &co->cap_pend, co->n_pend + 1, sizeof *co->pend) < 0)
         return -1;
     struct coord_pending *p = &co->pend[co->n_pend++];
     p->part = part;

@@ -28,7 +28,7 @@ static int ready(int fd, short events, long long end)
 {
     for (;;) {
         struct pollfd p = {.fd = fd, .events = events};
-        long long left = end < 0 ? -1 : end - net_now_ms();
+        long long left = end < 0 ? -1 : end - base_now_ms();
         int r = end < 0 || left > 0 ? poll(&p, 1, (int)left) : 0;
         if (r >= 0 || errno != EINTR)
             return r;
@@ -216,14 +216,14 @@ void coord_end(pid_t *pid)
 {
     if (kill(-*pid, SIGKILL) < 0)
         kill(*pid, SIGKILL);
-    long long end = net_now_ms() + COORD_END_MS;
+    long long end = base_now_ms() + COORD_END_MS;
     for (int nap = 1;; nap = nap < 32 ? 2 * nap : 50) {
         pid_t r = waitpid(*pid, NULL, WNOHANG);
         if (r == *pid || (r < 0 && errno != EINTR)) {
             *pid = 0;
             return;
         }
-        long long left = end - net_now_ms();
+        long long left = end - base_now_ms();
         if (left <= 0)
             return;
         poll(NULL, 0, left < nap ? (int)left : nap);
@@ -271,7 +271,7 @@ void coord_start(const struct coord_config *cfg, const char *path, const char *r
         goto done;
     }
     char line[COHORT_ERR_LEN + 16];
-    int rc = talk(&in[1], out[0], rec, rec_len, net_now_ms() + (long long)timeout_s * 1000,
+    int rc = talk(&in[1], out[0], rec, rec_len, base_now_ms() + (long long)timeout_s * 1000,
                   line, sizeof line);
     take_line(rc, line, role, path, timeout_s, port, a, why, len);
     if (!*port && *pid > 0)
@@ -323,7 +323,7 @@ void coord_start_relay(const struct coord_config *cfg, const char *path, int tim
     if (fd >= 0 && coord_config_encode(cfg, &rec, &rec_len) == 0) {
         char line[COHORT_ERR_LEN + 16], a[COORD_ADDR_LEN] = "";
         int in = fd;
-        int rc = talk(&in, fd, rec, rec_len, net_now_ms() + (long long)timeout_s * 1000, line,
+        int rc = talk(&in, fd, rec, rec_len, base_now_ms() + (long long)timeout_s * 1000, line,
                       sizeof line);
         explicit_bzero(rec, rec_len);
         free(rec);

@@ -48,7 +48,7 @@ struct job {
 static int take(struct job *j, struct cohort_err *err)
 {
     const struct coord_config *own = j->h->cfg;
-    int rc = coord_record_read(j->fd, net_now_ms() + (long long)own->join_timeout_s * 1000,
+    int rc = coord_record_read(j->fd, base_now_ms() + (long long)own->join_timeout_s * 1000,
                                HOST_RECORD_MAX, &j->cfg, err);
     if (rc == -2)
         return cohort_fail(err, "the node's relay process could not read a record");

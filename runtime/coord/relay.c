@@ -129,7 +129,7 @@ static int dial_up(struct relay *r, char addr[COORD_ADDR_LEN], struct cohort_err
         snprintf(t.name, sizeof t.name, "the relay of node %u at %.100s:%u", above, cfg->host,
                  cfg->port);
     struct cohort_err e;
-    if (!(r->up = net_dial_wait(r->net, &t, net_now_ms() + (long long)wait_s * 1000, &e)))
+    if (!(r->up = net_dial_wait(r->net, &t, base_now_ms() + (long long)wait_s * 1000, &e)))
         return cohort_fail(err, "the node relay of node %u: %s", cfg->node, e.msg);
     return own_addr(r, addr, err);
 }
@@ -162,7 +162,7 @@ static int listen_all(struct relay *r, const char *addr, struct cohort_err *err)
  * the start's deadline, when that is later). */
 static void maybe_idle(struct relay *r)
 {
-    int64_t by = net_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
+    int64_t by = base_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
     if (!r->gone && r->n_local == 0 && r->kids_on == 0 && by > r->idle_by)
         r->idle_by = by;
 }
@@ -353,7 +353,7 @@ static void go_gone(struct relay *r)
     r->gone = true;
     net_close(r->net, r->up);
     r->up = NULL;
-    r->idle_by = net_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
+    r->idle_by = base_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
     for (uint32_t i = 0; r->n_local && i < r->cfg->size; i++)
         if (r->local[i])
             tell_gone(r, r->local[i]);
@@ -432,10 +432,10 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
 
 static int serve(struct relay *r, struct cohort_err *err)
 {
-    r->idle_by = net_now_ms() +
+    r->idle_by = base_now_ms() +
                  (int64_t)(coord_relay_levels(r->cfg) + 1) * r->cfg->join_timeout_s * 1000;
-    while (r->gone ? r->n_seen < r->node_ranks && net_now_ms() < r->idle_by
-                   : r->n_local || r->kids_on || net_now_ms() < r->idle_by) {
+    while (r->gone ? r->n_seen < r->node_ranks && base_now_ms() < r->idle_by
+                   : r->n_local || r->kids_on || base_now_ms() < r->idle_by) {
         struct net_event *ev;
         int n = net_poll(r->net, RELAY_WAIT_MS, &ev, err);
         if (n < 0)
@@ -451,7 +451,7 @@ static int serve(struct relay *r, struct cohort_err *err)
         if (r->oom)
             return cohort_fail(err, "out of memory");
     }
-    net_flush(r->net, net_now_ms() + 1000);
+    net_flush(r->net, base_now_ms() + 1000);
     return 0;
 }
 

@@ -54,7 +54,7 @@ int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohor
                            .shed_after_ms = cfg->shed_after_ms};
     if (place_new(cfg->size, &o, &sc->p, err) != PLACE_OK)
         return -1;
-    sc->join_by = net_now_ms() +
+    sc->join_by = base_now_ms() +
                   (int64_t)(coord_relay_levels(cfg) + 1) * cfg->join_timeout_s * 1000;
     return 0;
 }
@@ -202,7 +202,7 @@ static void on_joined(void *ctx, uint32_t r)
 int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err)
 {
     peers_attach(sc->peers, net);
-    int64_t now = net_now_ms(), next = now;
+    int64_t now = base_now_ms(), next = now;
     while (sc->connected || (sc->came < sc->cfg->size && now < sc->join_by)) {
         int64_t wait = next - now;
         wait = wait < 0 ? 0 : wait > SCOORD_WAIT_MS ? SCOORD_WAIT_MS : wait;
@@ -210,7 +210,7 @@ int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err)
         int n = net_poll(net, (int)wait, &ev, err);
         if (n < 0)
             return -1;
-        now = net_now_ms();
+        now = base_now_ms();
         sc->now = now;
         peers_events(sc->peers, ev, n);
         if (place_tick(sc->p, now, &next, err) == PLACE_ENOMEM)
@@ -219,7 +219,7 @@ int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err)
         if (sc->oom)
             return cohort_fail(err, "out of memory");
     }
-    net_flush(net, net_now_ms() + 1000);
+    net_flush(net, base_now_ms() + 1000);
     if (sc->cfg->verbose) {
         struct place_status st;
         place_status(sc->p, &st);

@@ -112,7 +112,7 @@ int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
         store_kv_new(reply, sh, &sh->kv) != STORE_OK)
         return cohort_fail(err, "out of memory");
     sh->cfg = cfg;
-    sh->join_by = net_now_ms() + (int64_t)cfg->join_timeout_s * 1000;
+    sh->join_by = base_now_ms() + (int64_t)cfg->join_timeout_s * 1000;
     return 0;
 }
 
@@ -211,7 +211,7 @@ static void gone(struct store_holder *sh, const char *what)
 {
     if (!sh->gone[0]) {
         snprintf(sh->gone, sizeof sh->gone, "%s", what);
-        look(sh, net_now_ms());
+        look(sh, base_now_ms());
     }
 }
 
@@ -341,7 +341,7 @@ static void on_events(struct store_holder *sh, struct net_event *ev, int n)
 int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err *err)
 {
     sh->net = net;
-    int64_t now = net_now_ms();
+    int64_t now = base_now_ms();
     while (sh->connected || (sh->came < sh->cfg->num_nodes && now < sh->join_by)) {
         struct net_event *ev;
         resume(sh);
@@ -355,11 +355,11 @@ int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err
         on_events(sh, ev, n);
         if (sh->oom)
             return cohort_fail(err, "out of memory");
-        now = net_now_ms();
+        now = base_now_ms();
         if (sh->gone[0] && now >= sh->next_look)
             look(sh, now);
     }
-    net_flush(net, net_now_ms() + 1000);
+    net_flush(net, base_now_ms() + 1000);
     if (sh->cfg->verbose)
         fprintf(stderr, "cohort: store: %lld keys; %u of %u node agents came\n",
                 (long long)store_kv_size(sh->kv), sh->came, sh->cfg->num_nodes);

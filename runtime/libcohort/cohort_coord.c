@@ -238,7 +238,7 @@ static int connect_coord(struct coord_link *l, const struct cohort_self *self,
     t.ua_len = coord_relay_addr(name, &t.ua);
     snprintf(t.name, sizeof t.name, "this node's relay to the coordinator of %.60s (%.90s)",
              what, l->where);
-    long long end = net_now_ms() + (long long)l->timeout_s * 1000;
+    long long end = base_now_ms() + (long long)l->timeout_s * 1000;
     if (!(l->conn = net_dial_wait(l->net, &t, end, &e)))
         return cohort_internal_fail(l->c, e.code ? e.code : COHORT_ERR_RESOURCE,
                                     "cohort: %s: cannot reach this node's relay (gone?): %s",
@@ -309,7 +309,7 @@ void coord_link_gone(const struct coord_link *l, const char *what, char *buf, si
 
 int coord_link_wait(struct coord_link *l, long long until_ms, struct cohort_err *err)
 {
-    long long left = until_ms - net_now_ms();
+    long long left = until_ms - base_now_ms();
     int ms = left <= 0 ? 0 : left < COORD_WAIT_SLICE_MS ? (int)left : COORD_WAIT_SLICE_MS;
     if (ms > 0 && !l->conn->c.out_len) {
         net_wait_read(l->net, l->conn, ms);

@@ -13,18 +13,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "base_sys.h"
 #include "cohort_internal.h"
 
 #define DEFAULT_RANKS_PER_ROOT 128
 /* struct cohort_nccl_opts as version 1 had it: up to its nonblocking */
 #define OPTS_V1_SIZE (offsetof(struct cohort_nccl_opts, nonblocking) + sizeof(int))
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The task's planned GPU: COHORT_GPUS' first PCI id, else LOCAL_RANK. */
 static int select_device(struct cohort *c)
@@ -65,7 +59,7 @@ static ncclResult_t poll_state(ncclComm_t comm, long long deadline)
     for (;;) {
         if (ncclCommGetAsyncError(comm, &state) != ncclSuccess)
             return ncclInternalError;
-        if (state != ncclInProgress || now_ms() > deadline)
+        if (state != ncclInProgress || base_now_ms() > deadline)
             return state;
         struct timespec ts = {0, 1000000L}; /* NCCL offers no wait: poll each ms */
         nanosleep(&ts, NULL);
@@ -281,7 +275,7 @@ int cohort_nccl_init(struct cohort *c, ncclComm_t *world, const struct cohort_nc
         return -1;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    long long deadline = now_ms() + (long long)secs * 1000;
+    long long deadline = base_now_ms() + (long long)secs * 1000;
     ncclComm_t first = NULL;
     ncclResult_t r;
     if (nroots > 1)

@@ -210,7 +210,7 @@ static int wait_answer(struct cohort_streams *s, const char *func, long long unt
             return rc;
         if ((for_event && s->ev_len) || last)
             return 0;
-        last = net_now_ms() >= until_ms; /* then one look at what has come */
+        last = base_now_ms() >= until_ms; /* then one look at what has come */
         struct cohort_err e;
         if (coord_link_wait(&s->link, until_ms, &e) < 0)
             return gone(s, func, e.code ? e.code : COHORT_ERR_RESOURCE, e.msg);
@@ -232,7 +232,7 @@ static int exchange(struct cohort_streams *s, const char *func, enum streams_op 
     if (net_send(s->link.conn, WIRE_WORK, (uint16_t)op, s->link.conn->c.rank, b, len) < 0)
         return cohort_internal_fail(s->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory",
                                     func);
-    s->last_sent = net_now_ms();
+    s->last_sent = base_now_ms();
     struct wire_frame f;
     int rc = wait_answer(s, func, s->last_sent + (long long)s->link.timeout_s * 1000, false,
                          &f);
@@ -389,11 +389,11 @@ int cohort_streams_poll(struct cohort_streams *s, struct cohort_stream_event *ev
     if (s->gone)
         return cohort_internal_fail(s->c, COHORT_ERR_USAGE, "cohort: %s: set '%s' failed "
                                     "earlier (see that call's error); close it", func, s->name);
-    long long end = net_now_ms() + timeout_ms;
+    long long end = base_now_ms() + timeout_ms;
     for (;;) {
         if (pop(s, ev))
             return 1;
-        long long now = net_now_ms(), ping = s->last_sent + (long long)s->lease_s * 1000 / 3;
+        long long now = base_now_ms(), ping = s->last_sent + (long long)s->lease_s * 1000 / 3;
         if (now >= ping && call(s, func, STREAMS_PING, 0, NULL) < 0)
             return -1;
         if (s->ev_len)
@@ -405,7 +405,7 @@ int cohort_streams_poll(struct cohort_streams *s, struct cohort_stream_event *ev
         if (rc > 0) /* an answer to no request */
             return gone(s, func, COHORT_ERR_NETWORK, "answered a request never made (another "
                         "cohort version?)");
-        if (!s->ev_len && net_now_ms() >= end)
+        if (!s->ev_len && base_now_ms() >= end)
             return 0;
     }
 }

@@ -44,7 +44,7 @@ static int stopped(struct cohort_work *w, const char *func, struct wire_frame *f
 /* Waits for the next frame from the coordinator, at most w->link.timeout_s. */
 static int next_frame(struct cohort_work *w, const char *func, struct wire_frame *f)
 {
-    long long end = net_now_ms() + (long long)w->link.timeout_s * 1000;
+    long long end = base_now_ms() + (long long)w->link.timeout_s * 1000;
     for (;;) {
         struct cohort_err e;
         int got = coord_link_next(&w->link, f, &e);
@@ -62,7 +62,7 @@ static int next_frame(struct cohort_work *w, const char *func, struct wire_frame
         }
         if (coord_link_over(&w->link))
             return gone(w, func);
-        long long now = net_now_ms();
+        long long now = base_now_ms();
         if (now >= end) {
             w->gone = true;
             return cohort_internal_fail(w->c, COHORT_ERR_TIMEOUT,

@@ -12,10 +12,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base_sys.h"
 #include "cohort_internal.h"
 #include "cohort_work_private.h"
 #include "output.h"
@@ -49,20 +49,6 @@ static int sorted(struct cohort_work *w, const char *func, const uint64_t *ids, 
                                     "cohort: %s: the ids form %zu runs, above %u: commit them "
                                     "in smaller calls",
                                     func, *spans, OUTPUT_SPANS_MAX);
-    return 0;
-}
-
-static int write_all(int fd, const void *p, size_t len)
-{
-    for (const uint8_t *b = p; len;) {
-        ssize_t k = write(fd, b, len);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return -1;
-        b += k;
-        len -= (size_t)k;
-    }
     return 0;
 }
 
@@ -106,12 +92,8 @@ static int open_offers(struct cohort_work *w, const char *func)
 /* A fresh random token. 0, or -1 with the error. */
 static int draw(struct cohort_work *w, const char *func, uint8_t *token)
 {
-    for (size_t got = 0; got < OUTPUT_TOKEN_LEN;) {
-        ssize_t k = getrandom(token + got, OUTPUT_TOKEN_LEN - got, 0);
-        if (k < 0 && errno != EINTR)
-            return write_fail(w, func, "draw a random name for", errno);
-        got += k > 0 ? (size_t)k : 0;
-    }
+    if (base_random(token, OUTPUT_TOKEN_LEN) < 0)
+        return write_fail(w, func, "draw a random name for", errno);
     return 0;
 }
 
@@ -125,7 +107,7 @@ static int offer_file(struct cohort_work *w, const char *func, const uint8_t *he
     int fd = openat(w->offers_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return write_fail(w, func, "create a file for", errno);
-    int e = write_all(fd, head, head_len) < 0 || write_all(fd, data, len) < 0 ||
+    int e = base_write_all(fd, head, head_len) < 0 || base_write_all(fd, data, len) < 0 ||
                     fdatasync(fd) < 0 ? errno : 0;
     if (close(fd) < 0 && !e)
         e = errno;

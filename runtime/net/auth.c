@@ -7,6 +7,8 @@
 
 #include "auth.h"
 
+#include "base_sys.h"
+#include "base_text.h"
 #include "envlist.h"
 
 #include <errno.h>
@@ -16,22 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 #ifdef HAVE_MUNGE
 #include <munge.h>
 #endif
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 int auth_key_from_hex(const char *name, const char *hex, struct auth_key *key,
                       struct cohort_err *err)
@@ -40,15 +30,11 @@ int auth_key_from_hex(const char *name, const char *hex, struct auth_key *key,
         return cohort_fail_code(err, COHORT_E_CONFIG,
                                 "%s must be %d hex digits (srun's cohort plugin sets it)", name,
                                 2 * AUTH_KEY_LEN);
-    for (size_t i = 0; i < AUTH_KEY_LEN; i++) {
-        int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
-        if (hi < 0 || lo < 0) {
-            auth_key_clear(key);
-            return cohort_fail_code(err, COHORT_E_CONFIG,
-                                    "%s must be %d hex digits; it holds other characters", name,
-                                    2 * AUTH_KEY_LEN);
-        }
-        key->bytes[i] = (uint8_t)(hi << 4 | lo);
+    if (base_hex_decode(hex, AUTH_KEY_LEN, key->bytes) < 0) {
+        auth_key_clear(key);
+        return cohort_fail_code(err, COHORT_E_CONFIG,
+                                "%s must be %d hex digits; it holds other characters", name,
+                                2 * AUTH_KEY_LEN);
     }
     key->kind = AUTH_SECRET;
     return 0;
@@ -62,15 +48,10 @@ void auth_key_clear(struct auth_key *key)
 /* The kernel's generator. */
 int auth_nonce(uint8_t out[AUTH_NONCE_LEN], struct cohort_err *err)
 {
-    size_t got = 0;
-    while (got < AUTH_NONCE_LEN) {
-        ssize_t n = getrandom(out + got, AUTH_NONCE_LEN - got, 0);
-        if (n < 0 && errno != EINTR)
-            return cohort_fail_code(err, COHORT_E_RESOURCE,
-                                    "no random bytes for a bootstrap nonce (getrandom: %s)",
-                                    strerror(errno));
-        got += n > 0 ? (size_t)n : 0;
-    }
+    if (base_random(out, AUTH_NONCE_LEN) < 0)
+        return cohort_fail_code(err, COHORT_E_RESOURCE,
+                                "no random bytes for a bootstrap nonce (getrandom: %s)",
+                                strerror(errno));
     return 0;
 }
 

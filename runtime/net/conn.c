@@ -1,6 +1,8 @@
 /* conn.c - buffered non-blocking bootstrap connections (conn.h). */
 #include "conn.h"
 
+#include "base_sys.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -40,26 +42,12 @@ void conn_close(struct conn *c)
     conn_init(c, -1);
 }
 
-static int reserve(uint8_t **buf, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 256;
-    while (n < need)
-        n *= 2;
-    uint8_t *p = realloc(*buf, n);
-    if (!p)
-        return -1;
-    *buf = p;
-    *cap = n;
-    return 0;
-}
-
 int conn_queue(struct conn *c, enum wire_type type, uint16_t flags, uint32_t rank,
                const void *payload, uint32_t len)
 {
     size_t trailer = c->sess.on ? SESSION_MAC_LEN : 0;
-    if (reserve(&c->out, &c->out_cap, c->out_len + WIRE_HEADER_LEN + len + trailer) < 0)
+    size_t need = c->out_len + WIRE_HEADER_LEN + len + trailer;
+    if (base_grow((void **)&c->out, &c->out_cap, need, 1) < 0)
         return -1;
     uint8_t *h = c->out + c->out_len;
     wire_header(h, type, flags, rank, len);
@@ -101,7 +89,7 @@ bool conn_full(const struct conn *c, uint32_t max_payload)
 static int room_for_read(struct conn *c, uint32_t max_payload)
 {
     size_t frame = (size_t)max_payload + WIRE_HEADER_LEN + SESSION_MAC_LEN;
-    return reserve(&c->in, &c->in_cap, c->in_len + (frame < 65536 ? frame : 65536));
+    return base_grow((void **)&c->in, &c->in_cap, c->in_len + (frame < 65536 ? frame : 65536), 1);
 }
 
 int conn_fill(struct conn *c, uint32_t max_payload)

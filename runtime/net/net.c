@@ -21,13 +21,6 @@
 
 #define ACCEPT_BURST 128 /* connections taken from one listener per wake-up */
 
-long long net_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 long net_fd_limit(void)
 {
     struct rlimit rl;
@@ -253,7 +246,7 @@ void net_linger(struct net *n, long long deadline)
             p[k++] = (struct pollfd){.fd = c->c.fd, .events = POLLIN};
     }
     while (k) {
-        long long left = deadline - net_now_ms();
+        long long left = deadline - base_now_ms();
         if (left <= 0 || poll(p, k, (int)left) <= 0)
             return;
         for (size_t i = 0; i < k;) {
@@ -277,7 +270,7 @@ void net_flush(struct net *n, long long deadline)
             if ((c->state == NET_READY || c->state == NET_CLOSING) && !c->closed && c->c.out_len)
                 p[k++] = (struct pollfd){.fd = c->c.fd, .events = POLLOUT};
         }
-        long long left = deadline - net_now_ms();
+        long long left = deadline - base_now_ms();
         if (!k || left <= 0 || poll(p, k, (int)left) <= 0)
             return;
         for (size_t i = 0; i < n->n_conns; i++) {
@@ -310,7 +303,7 @@ static void refuse(struct net *n, struct net_conn *c, const struct cohort_err *w
     uint8_t abort[WIRE_ABORT_MAX];
     conn_queue(&c->c, WIRE_ABORT, 0, n->me.rank, abort, wire_abort_encode(why, abort));
     c->state = NET_CLOSING;
-    c->deadline = net_now_ms() + 1000;
+    c->deadline = base_now_ms() + 1000;
     if (conn_flush(&c->c) < 0 || !c->c.out_len)
         net_close(n, c);
 }
@@ -428,7 +421,7 @@ static void accept_on(struct net *n, int li)
         c->listener = li;
         c->burst = n->burst;
         c->state = NET_PROVING;
-        c->deadline = net_now_ms() + NET_PROVE_MS;
+        c->deadline = base_now_ms() + NET_PROVE_MS;
         if (net_pool_join(&n->pool, c, src) < 0) {
             net_close(n, c);
             continue;
@@ -543,7 +536,7 @@ static void dispatch(struct net *n, void *ptr, unsigned events)
 
 int net_poll(struct net *n, int timeout_ms, struct net_event **evs, struct cohort_err *err)
 {
-    long long next = prepare(n), now = net_now_ms();
+    long long next = prepare(n), now = base_now_ms();
     int wait = n->n_evs ? 0 : timeout_ms < 0 ? 0 : timeout_ms;
     if (next - now < wait)
         wait = next <= now ? 0 : (int)(next - now);
@@ -555,7 +548,7 @@ int net_poll(struct net *n, int timeout_ms, struct net_event **evs, struct cohor
                                 strerror(errno));
     for (int i = 0; i < got; i++)
         dispatch(n, ev[i].data.ptr, ev[i].events);
-    now = net_now_ms();
+    now = base_now_ms();
     for (size_t i = 0, count = n->n_conns; i < count; i++) {
         struct net_conn *c = n->conns[i];
         if (!in_handshake(c) || c->deadline > now)

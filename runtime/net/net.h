@@ -45,6 +45,7 @@
 #include <stdint.h>
 #include <sys/un.h>
 
+#include "base_sys.h"
 #include "conn.h"
 #include "error.h"
 #include "handshake.h"
@@ -233,7 +234,5 @@ size_t net_unproven(const struct net *n);
  * still call net_poll at least every NET_RETRY_MAX_MS while a dial or a
  * handshake is under way: their deadlines are timers). */
 int net_fd(const struct net *n);
-
-long long net_now_ms(void);
 
 #endif

@@ -38,7 +38,7 @@ struct net_conn *net_dial(struct net *n, const struct net_target *t, long long d
     d->t = *t;
     d->end = deadline;
     d->wait_ms = 1;
-    d->next_try = net_now_ms();
+    d->next_try = base_now_ms();
     c->dial = d;
     c->client_step = dial_step;
     c->state = NET_DIALING;
@@ -62,7 +62,7 @@ struct net_conn *net_dial_wait(struct net *n, const struct net_target *t, long l
     }
     while (c->state != NET_READY) {
         struct net_event *ev;
-        long long left = deadline - net_now_ms();
+        long long left = deadline - base_now_ms();
         int k = net_poll(n, left > 0 ? (int)left : 0, &ev, err);
         if (k < 0)
             return NULL;
@@ -110,7 +110,7 @@ static void retry(struct net_conn *c)
     conn_close(&c->c);
     c->events = 0;
     c->state = NET_DIALING;
-    long long now = net_now_ms();
+    long long now = base_now_ms();
     if (!d->t.is_unix && d->cur && d->cur->ai_next) {
         d->cur = d->cur->ai_next;
         d->next_try = now;
@@ -194,7 +194,7 @@ static void connected(struct net *n, struct net_conn *c)
         probe_parent(c->c.fd, true);
     }
     c->state = NET_WAIT_CHALLENGE;
-    long long by = net_now_ms() + NET_CHALLENGE_MS;
+    long long by = base_now_ms() + NET_CHALLENGE_MS;
     c->deadline = d->t.is_unix || by > d->end ? d->end : by;
     if (net_watch(n, c, EPOLLIN) < 0)
         retry(c);
@@ -230,7 +230,7 @@ static void start_connect(struct net *n, struct net_conn *c)
         return;
     }
     c->state = NET_CONNECTING;
-    long long by = net_now_ms() + NET_CONNECT_TRY_MS;
+    long long by = base_now_ms() + NET_CONNECT_TRY_MS;
     c->deadline = by < d->end ? by : d->end;
     if (net_watch(n, c, EPOLLOUT) < 0)
         retry(c);
@@ -335,7 +335,7 @@ static void handshake_input(struct net *n, struct net_conn *c)
 static void dial_step(struct net *n, struct net_conn *c, unsigned events)
 {
     struct net_dial *d = c->dial;
-    long long now = net_now_ms();
+    long long now = base_now_ms();
     switch (c->state) {
     case NET_DIALING:
         if (now >= d->end)

@@ -4,6 +4,8 @@
  * ranges. Counting and indexing walk these without expanding hosts. */
 #include "hostlist.h"
 
+#include "base_text.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,14 +37,12 @@ struct hostlist {
     uint64_t count;
 };
 
+/* A number in brackets has at most this many digits (so no overflow). */
+#define HL_DIGITS 18
+
 static bool is_sep(char c)
 {
     return c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
 }
 
 static int digits_of(uint64_t v)
@@ -85,25 +85,6 @@ static char *dup_span(const char *s, size_t n)
     return p;
 }
 
-/* Parses a decimal number at *p (at most 18 digits, so no overflow). */
-static int parse_number(const char **p, const char *end, uint64_t *v, int *width)
-{
-    const char *s = *p;
-    uint64_t acc = 0;
-    while (s < end && is_digit(*s)) {
-        if (s - *p >= 18)
-            return -1;
-        acc = acc * 10 + (uint64_t)(*s - '0');
-        s++;
-    }
-    if (s == *p)
-        return -1;
-    *width = (int)(s - *p);
-    *v = acc;
-    *p = s;
-    return 0;
-}
-
 /* Parses the text between '[' and ']' into dim->ranges. */
 static int parse_ranges(const char *s, const char *end, const char *item,
                         struct hl_dim *dim, struct cohort_err *err)
@@ -121,14 +102,15 @@ static int parse_ranges(const char *s, const char *end, const char *item,
     while (p < end) {
         struct hl_range *r = &dim->ranges[dim->n_ranges];
         const char *start = p;
-        if (parse_number(&p, end, &r->lo, &r->width) < 0)
+        if (base_parse_decimal(&p, end, HL_DIGITS, UINT64_MAX, &r->lo, &r->width) < 0)
             goto bad;
         r->hi = r->lo;
         if (p < end && *p == '-') {
             int hw;
             p++;
             /* Slurm reads "N-" as the single host N. */
-            if (p < end && *p != ',' && parse_number(&p, end, &r->hi, &hw) < 0)
+            if (p < end && *p != ',' &&
+                base_parse_decimal(&p, end, HL_DIGITS, UINT64_MAX, &r->hi, &hw) < 0)
                 goto bad;
         }
         if (p < end && *p != ',')

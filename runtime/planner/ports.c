@@ -1,21 +1,17 @@
 /* ports.c - rendezvous port selection (see ports.h). */
 #include "ports.h"
 
+#include "base_text.h"
+
 #include <stdlib.h>
 #include <string.h>
 
+/* A port number (1-65535, at most 5 digits) at *p. */
 static int parse_u16(const char **p, uint16_t *v)
 {
+    uint64_t acc;
     const char *s = *p;
-    unsigned long acc = 0;
-    int digits = 0;
-    while (*s >= '0' && *s <= '9') {
-        acc = acc * 10 + (unsigned long)(*s - '0');
-        if (++digits > 5 || acc > 65535)
-            return -1;
-        s++;
-    }
-    if (!digits || acc == 0)
+    if (base_parse_decimal(&s, NULL, 5, 65535, &acc, NULL) < 0 || acc == 0)
         return -1;
     *v = (uint16_t)acc;
     *p = s;

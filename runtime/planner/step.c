@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base_text.h"
 #include "layout.h"
 #include "ports.h"
 #include "tasks_per_node.h"
@@ -34,11 +35,9 @@ int parse_u32(const char *name, const char *text, uint32_t *out, struct cohort_e
 {
     if (!text)
         return cohort_fail(err, "%s is not set", name);
-    uint64_t acc = 0;
+    uint64_t acc;
     const char *p = text;
-    while (*p >= '0' && *p <= '9' && acc <= UINT32_MAX)
-        acc = acc * 10 + (uint64_t)(*p++ - '0');
-    if (p == text || *p || acc > UINT32_MAX)
+    if (base_parse_decimal(&p, NULL, 0, UINT32_MAX, &acc, NULL) < 0 || *p)
         return cohort_fail(err, "%s='%s' is not a non-negative integer", name, text);
     *out = (uint32_t)acc;
     return 0;
@@ -320,9 +319,7 @@ static int hex_mask(const char *text, size_t len, struct cpu_mask *set)
         return -1;
     for (size_t i = 0; i < len; i++) {
         char c = text[len - 1 - i];
-        int v = c >= '0' && c <= '9' ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int v = base_hex_digit(c);
         if (v < 0)
             return -1;
         for (int b = 0; b < 4; b++)

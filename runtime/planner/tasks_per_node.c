@@ -1,25 +1,18 @@
 /* tasks_per_node.c - parsing of "2(x3),1" count lists (see tasks_per_node.h). */
 #include "tasks_per_node.h"
 
+#include "base_text.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 /* Reads an unsigned decimal (no sign, no spaces) of at most 9 digits. */
 static int read_uint(const char **p, uint32_t *v)
 {
-    const char *s = *p;
-    uint32_t acc = 0;
-    int digits = 0;
-    while (*s >= '0' && *s <= '9') {
-        if (++digits > 9)
-            return -1;
-        acc = acc * 10 + (uint32_t)(*s - '0');
-        s++;
-    }
-    if (!digits)
+    uint64_t acc;
+    if (base_parse_decimal(p, NULL, 9, UINT32_MAX, &acc, NULL) < 0)
         return -1;
-    *v = acc;
-    *p = s;
+    *v = (uint32_t)acc;
     return 0;
 }
 

@@ -5,6 +5,7 @@
  * loads reported on those it owns. The layer under
  * place.c (the calls) and place_move.c (workers coming and going); it
  * calls only place_ring.c and place_tree.c. */
+#include "base_sys.h"
 #include "place_private.h"
 
 #include <math.h>
@@ -35,14 +36,8 @@ struct stream *place_find(const struct place *p, const char *key)
 /* Room for one more stream: the array and a table at most half full. */
 static int grow(struct place *p)
 {
-    if (p->ns == p->caps) {
-        size_t cap = p->caps ? 2 * p->caps : 64;
-        struct stream *s = realloc(p->s, cap * sizeof *s);
-        if (!s)
-            return -1;
-        p->s = s;
-        p->caps = cap;
-    }
+    if (base_grow((void **)&p->s, &p->caps, p->ns + 1, sizeof *p->s) < 0)
+        return -1;
     if (2 * (p->ns + 1) <= p->tcap)
         return 0;
     size_t tcap = p->tcap ? 2 * p->tcap : 128;

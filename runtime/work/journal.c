@@ -57,23 +57,6 @@ __attribute__((format(printf, 4, 5))) static int broken(struct journal *j,
     return again(j, err);
 }
 
-/* Writes len bytes at off, through short writes and signals: 0, or -1
- * with errno. */
-static int write_all(int fd, const uint8_t *p, size_t len, uint64_t off)
-{
-    while (len > 0) {
-        ssize_t n = pwrite(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return n == 0 ? (errno = ENOSPC, -1) : -1;
-        p += n;
-        off += (uint64_t)n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static int datasync(int fd)
 {
     int rc;
@@ -147,12 +130,12 @@ static int file_header(struct journal *j, const char *name, int created, uint64_
     struct jhdr h;
     jhdr_encode(want, name, j->n_items);
     j->key = jget64(want + JHDR_LEN - JCHECK_LEN);
-    ssize_t got = jread_at(j->fd, have, sizeof have, 0);
+    ssize_t got = base_pread_all(j->fd, have, sizeof have, 0);
     if (got < 0)
         return broken(j, err, COHORT_E_CONFIG, "cannot read journal %s: %s", j->path,
                       strerror(errno));
     if ((size_t)got < JHDR_LEN && memcmp(have, want, (size_t)got) == 0) {
-        if (write_all(j->fd, want, JHDR_LEN, 0) < 0 || datasync(j->fd) < 0 ||
+        if (base_pwrite_all(j->fd, want, JHDR_LEN, 0) < 0 || datasync(j->fd) < 0 ||
             (created && sync_dir(j->path) < 0))
             return broken(j, err, COHORT_E_RESOURCE, "cannot write journal %s: %s", j->path,
                           strerror(errno));
@@ -227,21 +210,6 @@ uint64_t journal_torn_bytes(const struct journal *j)
     return j->torn;
 }
 
-static int reserve(struct journal *j, size_t more)
-{
-    if (j->cap - j->len >= more)
-        return 0;
-    size_t ncap = j->cap ? j->cap * 2 : 4096;
-    while (ncap - j->len < more)
-        ncap *= 2;
-    uint8_t *nb = realloc(j->buf, ncap);
-    if (!nb)
-        return -1;
-    j->buf = nb;
-    j->cap = ncap;
-    return 0;
-}
-
 /* Ends the COMMITTED record being filled: its type and length. */
 static void close_open(struct journal *j)
 {
@@ -272,7 +240,7 @@ static int room(struct journal *j, size_t need)
 {
     if (j->frame != NO_OPEN && j->len - j->frame - JFRAME_HEAD + need > JFRAME_MAX)
         close_frame(j);
-    if (reserve(j, JFRAME_HEAD + need) < 0)
+    if (base_grow((void **)&j->buf, &j->cap, j->len + JFRAME_HEAD + need, 1) < 0)
         return -1;
     if (j->frame == NO_OPEN) {
         j->frame = j->len;
@@ -433,7 +401,7 @@ int journal_sync(struct journal *j, struct cohort_err *err)
     close_frame(j);
     for (size_t at = 0, n; at < j->len; at += n) { /* each frame its own write and sync */
         n = JFRAME_HEAD + jget32(j->buf + at + 4);
-        if (write_all(j->fd, j->buf + at, n, j->end) < 0 || datasync(j->fd) < 0)
+        if (base_pwrite_all(j->fd, j->buf + at, n, j->end) < 0 || datasync(j->fd) < 0)
             return broken(j, err, COHORT_E_RESOURCE,
                           "cannot write journal %s: %s; the commits since its last sync are not "
                           "durable: fix this and rerun the step to resume from the journal",

@@ -141,22 +141,6 @@ int jframe_head(const uint8_t *h, uint64_t key, struct jframe *f)
 
 /* ---- the file ---- */
 
-ssize_t jread_at(int fd, void *buf, size_t len, uint64_t off)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    return (ssize_t)got;
-}
-
 static int open_fail(const char *path, struct cohort_err *err)
 {
     struct stat st;

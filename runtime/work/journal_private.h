@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base_sys.h"
 #include "journal.h"
 
 #define JHDR_LEN 156          /* magic 8, n_items 8, name length 4, name 128, check 8 */
@@ -69,9 +70,6 @@ extern const uint8_t jframe_mark[4];
  * is wrong and what to do. */
 int jfile_open(const char *path, int writer, int *created, struct cohort_err *err);
 
-/* Reads up to len bytes at off, fewer only where the file ends. Returns
- * the bytes read, or -1 with errno. */
-ssize_t jread_at(int fd, void *buf, size_t len, uint64_t off);
 
 struct jrun {
     uint64_t lo, hi; /* ids lo..hi-1 */

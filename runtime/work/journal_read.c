@@ -43,7 +43,7 @@ static int win_get(struct jwin *w, uint64_t off, size_t len, const uint8_t **p)
         w->cap = want;
     }
     want = w->size - off < w->cap ? (size_t)(w->size - off) : w->cap;
-    ssize_t got = jread_at(w->fd, w->buf, want, off);
+    ssize_t got = base_pread_all(w->fd, w->buf, want, off);
     if (got < 0)
         return -1;
     *w->read += (uint64_t)got;
@@ -459,7 +459,7 @@ static int summarize(int fd, const char *path, struct journal_summary *s, struct
     uint8_t h[JHDR_LEN];
     struct jhdr hdr;
     ssize_t got;
-    if (fstat(fd, &st) < 0 || (got = jread_at(fd, h, sizeof h, 0)) < 0)
+    if (fstat(fd, &st) < 0 || (got = base_pread_all(fd, h, sizeof h, 0)) < 0)
         return cohort_fail_code(err, COHORT_E_CONFIG, "cannot read journal %s: %s", path,
                                 strerror(errno));
     if (jhdr_decode(h, (size_t)got, path, &hdr, err) < 0)

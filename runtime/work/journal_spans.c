@@ -72,22 +72,6 @@ struct jpair *jsort(struct jpair *a, struct jpair *tmp, size_t n, uint64_t *move
     return src;
 }
 
-/* Room for n elements at *a (*cap of them now): 0, or -1. */
-static int room_for(void **a, size_t *cap, size_t n, size_t size)
-{
-    if (n <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 16;
-    while (ncap < n)
-        ncap *= 2;
-    void *na = ncap <= SIZE_MAX / size ? realloc(*a, ncap * size) : NULL;
-    if (!na)
-        return -1;
-    *a = na;
-    *cap = ncap;
-    return 0;
-}
-
 int jgather_add(struct jgather *g, uint64_t lo, uint64_t hi, uint64_t *dup)
 {
     struct jspans *s = g->done;
@@ -95,7 +79,7 @@ int jgather_add(struct jgather *g, uint64_t lo, uint64_t hi, uint64_t *dup)
         if (s->n && s->r[s->n - 1].hi == lo) {
             s->r[s->n - 1].hi = hi;
         } else {
-            if (room_for((void **)&s->r, &s->cap, s->n + 1, sizeof *s->r) < 0)
+            if (base_grow((void **)&s->r, &s->cap, s->n + 1, sizeof *s->r) < 0)
                 return -1;
             s->r[s->n++] = (struct jrun){lo, hi};
         }
@@ -103,7 +87,7 @@ int jgather_add(struct jgather *g, uint64_t lo, uint64_t hi, uint64_t *dup)
         s->moved++;
         return 0;
     }
-    if (room_for((void **)&g->p, &g->cap, g->n + 1, sizeof *g->p) < 0)
+    if (base_grow((void **)&g->p, &g->cap, g->n + 1, sizeof *g->p) < 0)
         return -1;
     g->p[g->n++] = (struct jpair){lo, hi};
     return g->n >= JGATHER_MIN && g->n >= s->n / 4 ? jgather_settle(g, dup) : 0;
@@ -140,8 +124,8 @@ int jgather_settle(struct jgather *g, uint64_t *dup)
     struct jspans *s = g->done;
     if (g->n == 0)
         return 0;
-    if (room_for((void **)&g->tmp, &g->tmp_cap, g->n, sizeof *g->tmp) < 0 ||
-        room_for((void **)&s->r, &s->cap, s->n + g->n, sizeof *s->r) < 0)
+    if (base_grow((void **)&g->tmp, &g->tmp_cap, g->n, sizeof *g->tmp) < 0 ||
+        base_grow((void **)&s->r, &s->cap, s->n + g->n, sizeof *s->r) < 0)
         return -1;
     const struct jpair *p = jsort(g->p, g->tmp, g->n, &s->moved);
     uint64_t ids = 0;

@@ -8,26 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 4;
-    if (ncap < need)
-        ncap = need;
-    if (ncap > SIZE_MAX / elem)
-        return -1;
-    void *np = realloc(*p, ncap * elem);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 int lease_reserve(struct lease *l, size_t more)
 {
-    return grow((void **)&l->segs, &l->capseg, l->nseg + more, sizeof *l->segs);
+    return base_grow((void **)&l->segs, &l->capseg, l->nseg + more, sizeof *l->segs);
 }
 
 int segq_reserve(struct segq *q, size_t more)
@@ -77,7 +60,7 @@ void segq_push_front(struct segq *q, uint64_t lo, uint64_t hi, uint32_t attempts
 
 int rangeset_reserve(struct rangeset *rs, size_t more)
 {
-    return grow((void **)&rs->r, &rs->cap, rs->n + more, sizeof *rs->r);
+    return base_grow((void **)&rs->r, &rs->cap, rs->n + more, sizeof *rs->r);
 }
 
 /* The first range whose end is at or after id. */
@@ -331,7 +314,7 @@ struct lease *lease_new(struct sched *s, unsigned wi, int64_t now)
     struct worker *wk = &s->w[wi];
     if (wk->nlease == wk->caplease) {
         size_t old = wk->caplease;
-        if (grow((void **)&wk->leases, &wk->caplease, old + 1, sizeof *wk->leases) < 0)
+        if (base_grow((void **)&wk->leases, &wk->caplease, old + 1, sizeof *wk->leases) < 0)
             return NULL;
         memset(&wk->leases[old], 0, (wk->caplease - old) * sizeof *wk->leases);
     }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "base_sys.h"
 #include "work_sched.h"
 
 /* A run of ids lo..hi-1 with the same attempts. In a lease, twin is the
@@ -88,9 +89,6 @@ void segq_pop(struct segq *q);
 /* Puts a run at the front (merged with the front run when they touch);
  * segq_reserve(q, 1) first. */
 void segq_push_front(struct segq *q, uint64_t lo, uint64_t hi, uint32_t attempts);
-
-/* sched.c: growth of arrays; 0 or -1 */
-int grow(void **p, size_t *cap, size_t need, size_t elem);
 int lease_reserve(struct lease *l, size_t more);
 int rangeset_reserve(struct rangeset *rs, size_t more);
 /* Adds [lo,hi) (disjoint from what it holds); rangeset_reserve(rs, 1) first. */

@@ -65,7 +65,7 @@ static int requeue_reserve(struct sched *s, uint32_t attempts)
 {
     if (attempts < s->o.max_attempts)
         return segq_reserve(&s->q, 1);
-    return grow((void **)&s->aside, &s->capaside, s->naside + 1, sizeof *s->aside);
+    return base_grow((void **)&s->aside, &s->capaside, s->naside + 1, sizeof *s->aside);
 }
 
 /* Items held by nobody any more go back to the queue's front, or aside. */

@@ -19,7 +19,8 @@ trap 'rm -rf "$out"' EXIT
 : >"$out/config.h" # the build's config.h without munge: proofs use the secret
 clang -g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined \
     -I"$out" -I"$src/runtime/base" -I"$src/runtime/planner" -I"$src/runtime/net" \
-    "$src/tests/fuzz/fuzz_$target.c" $sources "$src/runtime/base/error.c" ${libs:-} \
+    "$src/tests/fuzz/fuzz_$target.c" $sources "$src/runtime/base/error.c" \
+    "$src/runtime/base/base_text.c" "$src/runtime/base/base_sys.c" ${libs:-} \
     -o "$out/fuzz_$target"
 cp -r "$corpus" "$out/corpus"
 "$out/fuzz_$target" -max_total_time="$secs" -max_len="$max_len" -print_final_stats=1 "$out/corpus"

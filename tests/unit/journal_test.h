@@ -49,7 +49,7 @@ TAP_UNUSED static uint8_t *slurp(const char *path, size_t *len)
     struct stat st;
     int fd = open(path, O_RDONLY);
     uint8_t *b = fd >= 0 && fstat(fd, &st) == 0 ? malloc((size_t)st.st_size + 1) : NULL;
-    *len = b ? (size_t)jread_at(fd, b, (size_t)st.st_size, 0) : 0;
+    *len = b ? (size_t)base_pread_all(fd, b, (size_t)st.st_size, 0) : 0;
     if (fd >= 0)
         close(fd);
     return b;

@@ -70,12 +70,12 @@ TAP_UNUSED static int nt_dial(struct net *server, struct net *client,
                               const struct net_target *t, int ms, void (*each)(void *),
                               void *arg)
 {
-    long long end = net_now_ms() + ms;
+    long long end = base_now_ms() + ms;
     struct net_conn *c = net_dial(client, t, end);
     struct net_event *ev;
     struct cohort_err err;
     int got = 0;
-    while (c && net_now_ms() < end && !got) {
+    while (c && base_now_ms() < end && !got) {
         if (net_poll(server, 5, &ev, &err) < 0)
             break;
         if (each)

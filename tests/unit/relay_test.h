@@ -89,7 +89,7 @@ TAP_UNUSED static struct net_conn *rt_dial_as(struct net **n, const struct coord
     struct cohort_err err;
     if (net_new(&me, &ops, n, &err) < 0)
         return NULL;
-    return net_dial_wait(*n, t, net_now_ms() + ms, &err);
+    return net_dial_wait(*n, t, base_now_ms() + ms, &err);
 }
 
 #endif

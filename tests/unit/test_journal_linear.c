@@ -35,7 +35,7 @@ static int pass(const char *p, struct cost *c, struct jspans *done, struct cohor
     if (fd < 0)
         return -1;
     c->size = size_of(p);
-    if (jread_at(fd, h, JHDR_LEN, 0) == JHDR_LEN &&
+    if (base_pread_all(fd, h, JHDR_LEN, 0) == JHDR_LEN &&
         jhdr_decode(h, JHDR_LEN, p, &hdr, err) == 0) {
         struct jscan s = {.path = p, .fd = fd, .size = c->size, .n_items = hdr.n_items,
                           .key = hdr.key, .done = done};

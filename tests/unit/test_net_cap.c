@@ -123,7 +123,7 @@ static void keep(void *arg)
  * are open and the rest are closed, or SETTLE_MS: whether they did. */
 static bool settle(struct net *server, struct flood *f, size_t held)
 {
-    long long end = net_now_ms() + SETTLE_MS;
+    long long end = base_now_ms() + SETTLE_MS;
     struct net_event *ev;
     struct cohort_err err;
     for (;;) {
@@ -132,7 +132,7 @@ static bool settle(struct net *server, struct flood *f, size_t held)
             look(&f->s[i]);
             done &= i < held ? f->s[i].heard && !f->s[i].closed : f->s[i].closed;
         }
-        if (done || net_now_ms() >= end || net_poll(server, 5, &ev, &err) < 0)
+        if (done || base_now_ms() >= end || net_poll(server, 5, &ev, &err) < 0)
             return done;
     }
 }
@@ -151,10 +151,10 @@ static bool flood_end(struct net *server, struct flood *f)
 {
     for (size_t i = 0; i < f->n; i++)
         close(f->s[i].fd);
-    long long end = net_now_ms() + SETTLE_MS;
+    long long end = base_now_ms() + SETTLE_MS;
     struct net_event *ev;
     struct cohort_err err;
-    while (net_unproven(server) && net_now_ms() < end && net_poll(server, 5, &ev, &err) >= 0) {
+    while (net_unproven(server) && base_now_ms() < end && net_poll(server, 5, &ev, &err) >= 0) {
     }
     return net_unproven(server) == 0;
 }
@@ -162,10 +162,10 @@ static bool flood_end(struct net *server, struct flood *f)
 /* Polls client until its dial c reaches state, or SETTLE_MS: whether it did. */
 static bool client_until(struct net *client, struct net_conn *c, enum net_state state)
 {
-    long long end = net_now_ms() + SETTLE_MS;
+    long long end = base_now_ms() + SETTLE_MS;
     struct net_event *ev;
     struct cohort_err err;
-    while (c->state != state && net_now_ms() < end && net_poll(client, 5, &ev, &err) >= 0) {
+    while (c->state != state && base_now_ms() < end && net_poll(client, 5, &ev, &err) >= 0) {
     }
     return c->state == state;
 }
@@ -180,7 +180,7 @@ static bool proven_for_room(struct net *server, struct net *client, const struct
 {
     struct net_event *ev;
     struct cohort_err err;
-    struct net_conn *c = net_dial(client, t, net_now_ms() + SETTLE_MS);
+    struct net_conn *c = net_dial(client, t, base_now_ms() + SETTLE_MS);
     if (!c || !client_until(client, c, NET_WAIT_CHALLENGE) || net_poll(server, 0, &ev, &err) < 0)
         return false;
     unsigned before = *admits;
@@ -296,16 +296,16 @@ static void relay_sized(const struct hs_self *me, const struct net_ops *ops, str
         exit(printf("Bail out! cannot listen for the relay\n"));
     net_reserve(relay, RANKS + 2);
     net_cap(relay, RANKS + 2 + RELAY_ROOM);
-    long long end = net_now_ms() + SETTLE_MS;
+    long long end = base_now_ms() + SETTLE_MS;
     static struct net_conn *d[RANKS];
     unsigned before = *admits;
     for (size_t i = 0; i < RANKS; i++)
         d[i] = net_dial(client, &u, end);
     bool held = net_poll(client, 0, &ev, &err) >= 0; /* every dial connects */
-    while (held && net_unproven(relay) < RANKS && net_now_ms() < end)
+    while (held && net_unproven(relay) < RANKS && base_now_ms() < end)
         held = net_poll(relay, 5, &ev, &err) >= 0;
     size_t most = net_unproven(relay), ready = 0;
-    while (ready < RANKS && net_now_ms() < end && net_poll(relay, 5, &ev, &err) >= 0 &&
+    while (ready < RANKS && base_now_ms() < end && net_poll(relay, 5, &ev, &err) >= 0 &&
            net_poll(client, 5, &ev, &err) >= 0) {
         ready = 0;
         for (size_t i = 0; i < RANKS; i++)

@@ -58,12 +58,12 @@ static int dial(struct net *client, struct net **server, const struct hs_self *m
                 const struct net_target *t, int lfd, const char **why)
 {
     *why = "not welcomed within 10 s";
-    long long end = net_now_ms() + 10000;
+    long long end = base_now_ms() + 10000;
     struct net_conn *c = net_dial(client, t, end);
     struct net_event *ev;
     struct cohort_err err;
     struct net_ops ops = {.max_payload = 4096, .admit = admit};
-    while (c && net_now_ms() < end) {
+    while (c && base_now_ms() < end) {
         int a = lfd >= 0 ? accept(lfd, NULL, NULL) : -1, on = 1;
         if (a >= 0) { /* the parent's side of the first connection, gone without a word */
             int rc = setsockopt(a, IPPROTO_TCP, TCP_REPAIR, &on, sizeof on), e = errno;

@@ -42,10 +42,10 @@ static void *start_relay(void *arg)
  * connection (*got its bits), or NULL. */
 static struct net_conn *wait_event(struct net *n, unsigned what, unsigned *got)
 {
-    long long end = net_now_ms() + 10000;
+    long long end = base_now_ms() + 10000;
     struct net_event *ev;
     struct cohort_err err;
-    while (net_now_ms() < end) {
+    while (base_now_ms() < end) {
         int k = net_poll(n, 50, &ev, &err);
         for (int i = 0; i < k; i++)
             if (ev[i].what & what) {
