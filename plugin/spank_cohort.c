@@ -51,7 +51,6 @@ static double setup_ms;                  /* user_init's work on this node */
 static char *srun_mode;                  /* COHORT_MODE as srun saw it, or NULL */
 static struct mps_step mps;              /* the step's MPS daemon on this node */
 static struct store_step store = {.events_fd = -1}; /* the step's node agent (PyTorch's store) */
-static char *node_gtids;                 /* the node's global ranks, "0,1,..." */
 static bool cache_stale;                 /* discovered: write the cache at the end */
 static char topo_note[300];              /* where the topology came from, for verbose */
 
@@ -320,23 +319,19 @@ static int setup_node(spank_t sp, struct cohort_err *err)
                         envlist_get(&env, "SLURM_DIST_PLANESIZE"), hostfile, err) < 0)
         goto out;
     /* The node's global ranks, from slurmstepd itself. */
-    char *gtids = malloc((size_t)local * 11 + 1);
-    if (!gtids) {
+    uint32_t *ranks = malloc((local ? local : 1) * sizeof *ranks);
+    if (!ranks) {
         cohort_fail(err, "out of memory");
         goto out;
     }
-    gtids[0] = '\0';
-    for (uint32_t i = 0, g; i < local; i++) {
-        if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &g)) {
-            free(gtids);
+    for (uint32_t i = 0; i < local; i++)
+        if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &ranks[i])) {
+            free(ranks);
             cohort_fail(err, "slurmstepd did not give the global id of local task %u", i);
             goto out;
         }
-        sprintf(gtids + strlen(gtids), "%s%u", i ? "," : "", g);
-    }
-    rc = step_set_node(&step, nodeid, gtids, err);
-    free(node_gtids);
-    node_gtids = gtids;
+    rc = step_set_node_ranks(&step, nodeid, ranks, local, err);
+    free(ranks);
     if (rc < 0 || (rc = step_set_resv_ports(&step, envlist_get(&env, "SLURM_STEP_RESV_PORTS"),
                                             err)) < 0 ||
         (rc = step_set_cpu_bind(&step, envlist_get(&env, "SLURM_CPU_BIND_TYPE"),
@@ -407,7 +402,7 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     } else {
         setup_mps(sp, srun_mps);
         store_step_start(&store, sp, &site_args, srun_store, job_opts.store_given, job_opts.store, &step, plan,
-                         node_gtids, verbose);
+                         verbose);
     }
 out:
     if (secret)
@@ -529,8 +524,6 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
     mps_step_end(&mps);
     store_step_end(&store);
     job_opts_free();
-    free(node_gtids);
-    node_gtids = NULL;
     struct cohort_err err;
     if (cache_stale && geteuid() == 0 && topo_cache_refresh(site_args.topology_cache, &err) < 0)
         slurm_verbose("cohort: %s", err.msg);

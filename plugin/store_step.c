@@ -268,16 +268,32 @@ static const char *const record_vars[] = {
     "SLURM_DIST_PLANESIZE", "SLURM_HOSTFILE", "COHORT_SECRET", "COHORT_MUNGE_SOCKET",
     "COHORT_TIMEOUT", "COHORT_WORK_COORD"};
 
+/* SLURM_GTIDS as Slurm writes it ("0,1,..."): the node's global ranks by
+ * local id, which the agent reads back with the rest of the layout. */
+static int set_gtids(struct envlist *r, const struct cohort_step *step)
+{
+    uint32_t n = step->tasks_per_node[step->node_id];
+    char *text = malloc((size_t)n * 11 + 1);
+    if (!text)
+        return -1;
+    size_t used = 0;
+    text[0] = '\0';
+    for (uint32_t i = 0; i < n; i++)
+        used += (size_t)sprintf(text + used, "%s%u", i ? "," : "", step->node_ranks[i]);
+    int rc = envlist_set(r, "SLURM_GTIDS", text);
+    free(text);
+    return rc;
+}
+
 static int make_record(spank_t sp, const struct cohort_step *step,
-                       const struct cohort_node_plan *plan, const char *gtids, bool verbose,
-                       struct envlist *r)
+                       const struct cohort_node_plan *plan, bool verbose, struct envlist *r)
 {
     int rc = collect_env(sp, r, record_vars, sizeof record_vars / sizeof *record_vars);
     rc |= envlist_setf(r, "SLURM_JOB_ID", "%u", step->job_id);
     rc |= envlist_setf(r, "SLURM_STEP_ID", "%u", step->step_id);
     rc |= envlist_setf(r, "SLURM_NODEID", "%u", step->node_id);
     rc |= envlist_setf(r, "SLURM_STEP_NUM_TASKS", "%u", step->num_tasks);
-    rc |= envlist_set(r, "SLURM_GTIDS", gtids ? gtids : "");
+    rc |= set_gtids(r, step);
     rc |= envlist_set(r, "COHORT_STORE_ADDR", plan->master_addr);
     rc |= envlist_setf(r, "COHORT_STORE_PORT", "%u", plan->tasks[0].master_port);
     rc |= envlist_set(r, "COHORT_VERBOSE", verbose ? "1" : "0");
@@ -287,7 +303,7 @@ static int make_record(spank_t sp, const struct cohort_step *step,
 void store_step_start(struct store_step *s, spank_t sp, const struct plugin_args *args,
                       const char *srun_store, bool opt_given, const char *opt,
                       const struct cohort_step *step, const struct cohort_node_plan *plan,
-                      const char *gtids, bool verbose)
+                      bool verbose)
 {
     struct cohort_err err;
     memset(s, 0, sizeof *s);
@@ -312,7 +328,7 @@ void store_step_start(struct store_step *s, spank_t sp, const struct plugin_args
     if (spank_get_item(sp, S_JOB_UID, &uid) || spank_get_item(sp, S_JOB_GID, &gid))
         snprintf(s->error, sizeof s->error, "--cohort-store: slurmstepd did not give the "
                  "job's user");
-    else if (make_record(sp, step, plan, gtids, verbose, &r) < 0)
+    else if (make_record(sp, step, plan, verbose, &r) < 0)
         snprintf(s->error, sizeof s->error, "--cohort-store: out of memory");
     else
         setup(s, ma || mp, uid, gid, agent && *agent ? agent : COHORT_AGENT_PATH, &r, timeout_s);

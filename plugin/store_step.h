@@ -45,13 +45,14 @@ int store_step_want(const struct plugin_args *args, const char *env, bool opt_gi
 /* slurmstepd, user_init, once per node, after the node's plan: what the
  * job asked (srun_store: srun's COHORT_STORE; opt: --cohort-store) and,
  * when it wants the store, the agent started as the job's user with its
- * record (NAME=VALUE lines: the step's layout, secret, the holder's host
+ * record (NAME=VALUE lines: the step's layout with the node's global
+ * ranks from step->node_ranks, secret, the holder's host
  * and port, the timeout), its port read. Nothing is started when the job
  * set MASTER_ADDR or MASTER_PORT itself. */
 void store_step_start(struct store_step *s, spank_t sp, const struct plugin_args *args,
                       const char *srun_store, bool opt_given, const char *opt,
                       const struct cohort_step *step, const struct cohort_node_plan *plan,
-                      const char *gtids, bool verbose);
+                      bool verbose);
 
 /* A task's variables: 0, or 1 when the task must fail with s->error. */
 int store_step_task(spank_t sp, struct store_step *s, uint32_t local);

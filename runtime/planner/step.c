@@ -1,4 +1,5 @@
-/* step.c - building a cohort_step from Slurm's text forms (see step.h). */
+/* step.c - building a cohort_step from Slurm's text forms and, for the
+ * node's global task ids, from the numbers slurmstepd gives (see step.h). */
 #include "step.h"
 
 #include <stdlib.h>
@@ -195,16 +196,25 @@ bad:
                        text);
 }
 
-int step_set_node(struct cohort_step *s, uint32_t node_id, const char *gtids,
-                  struct cohort_err *err)
+/* Checks node_id against the layout and takes it; the node's ranks are
+ * reset, for the caller to fill. */
+static int take_node(struct cohort_step *s, uint32_t node_id, struct cohort_err *err)
 {
     if (node_id >= s->num_nodes)
         return cohort_fail(err, "SLURM_NODEID=%u but the step has %u nodes", node_id,
                            s->num_nodes);
     s->node_id = node_id;
-    uint32_t want = s->tasks_per_node[node_id];
     free(s->node_ranks);
     s->node_ranks = NULL;
+    return 0;
+}
+
+int step_set_node(struct cohort_step *s, uint32_t node_id, const char *gtids,
+                  struct cohort_err *err)
+{
+    if (take_node(s, node_id, err) < 0)
+        return -1;
+    uint32_t want = s->tasks_per_node[node_id];
     if (gtids) {
         uint32_t n;
         if (parse_index_list("SLURM_GTIDS", gtids, s->num_tasks - 1, s->num_tasks,
@@ -220,6 +230,29 @@ int step_set_node(struct cohort_step *s, uint32_t node_id, const char *gtids,
     if (!(s->node_ranks = malloc(want * sizeof *s->node_ranks)))
         return cohort_fail(err, "out of memory");
     return layout_node_ranks(s, node_id, s->node_ranks, err);
+}
+
+int step_set_node_ranks(struct cohort_step *s, uint32_t node_id, const uint32_t *ranks,
+                        uint32_t n, struct cohort_err *err)
+{
+    if (take_node(s, node_id, err) < 0)
+        return -1;
+    uint32_t want = s->tasks_per_node[node_id];
+    if (n != want)
+        return cohort_fail(err,
+                           "node %u was given the global ids of %u tasks but "
+                           "SLURM_STEP_TASKS_PER_NODE gives it %u",
+                           node_id, n, want);
+    for (uint32_t i = 0; i < n; i++)
+        if (ranks[i] >= s->num_tasks)
+            return cohort_fail(err,
+                               "local task %u of node %u has the global id %u but the "
+                               "step has %u tasks",
+                               i, node_id, ranks[i], s->num_tasks);
+    if (!(s->node_ranks = malloc(want * sizeof *s->node_ranks)))
+        return cohort_fail(err, "out of memory");
+    memcpy(s->node_ranks, ranks, want * sizeof *ranks);
+    return 0;
 }
 
 int step_set_task(struct cohort_step *s, uint32_t rank, uint32_t local_rank,

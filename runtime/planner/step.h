@@ -80,6 +80,13 @@ int step_set_layout(struct cohort_step *s, const char *nodelist, const char *num
 int step_set_node(struct cohort_step *s, uint32_t node_id, const char *gtids,
                   struct cohort_err *err);
 
+/* Places the caller on node node_id with the node's global ranks as numbers
+ * (ranks[i]: local task i's, n of them), as slurmstepd gives them: n must
+ * be the node's task count in the layout and every rank below the step's
+ * task count. The ranks are copied. */
+int step_set_node_ranks(struct cohort_step *s, uint32_t node_id, const uint32_t *ranks,
+                        uint32_t n, struct cohort_err *err);
+
 /* Places the calling task (after step_set_node); checks it against the layout. */
 int step_set_task(struct cohort_step *s, uint32_t rank, uint32_t local_rank,
                   struct cohort_err *err);

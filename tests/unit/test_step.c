@@ -157,6 +157,33 @@ static void socket_ifname_cases(void)
     done(&r);
 }
 
+/* The node's global ranks as numbers, as the plugin has them from
+ * slurmstepd: taken as given (not recomputed from the layout), checked
+ * against the layout's count for the node and the step's task count. */
+static void node_ranks_cases(void)
+{
+    struct cohort_step s;
+    struct cohort_err err;
+    step_init(&s);
+    int rc = step_set_layout(&s, "n[1-2]", "4", "2(x2)", NULL, NULL, NULL, &err);
+    const uint32_t given[] = {3, 1};
+    ok(rc == 0 && step_set_node_ranks(&s, 1, given, 2, &err) == 0 && s.node_id == 1 &&
+           s.node_ranks[0] == 3 && s.node_ranks[1] == 1,
+       "the node's ranks as numbers are taken as given");
+    ok(step_set_task(&s, 1, 1, &err) == 0 && s.rank == 1 && s.local_rank == 1,
+       "a task is placed against the ranks given");
+    ok(step_set_node_ranks(&s, 1, given, 1, &err) < 0 &&
+           strstr(err.msg, "the global ids of 1 tasks") && strstr(err.msg, "gives it 2"),
+       "too few ranks for the node fail: %s", err.msg);
+    const uint32_t too_big[] = {0, 4};
+    ok(step_set_node_ranks(&s, 0, too_big, 2, &err) < 0 &&
+           strstr(err.msg, "global id 4 but the step has 4 tasks"),
+       "a rank past the step's tasks fails: %s", err.msg);
+    ok(step_set_node_ranks(&s, 2, given, 2, &err) < 0 && strstr(err.msg, "SLURM_NODEID=2"),
+       "a node past the step's nodes fails: %s", err.msg);
+    step_free(&s);
+}
+
 int main(void)
 {
     struct cohort_err err;
@@ -171,6 +198,7 @@ int main(void)
     char hashed[64];
     snprintf(hashed, sizeof hashed, "MASTER_PORT=%u COHORT_BOOTSTRAP_PORT=%u", hm, hb);
     socket_ifname_cases();
+    node_ranks_cases();
 
     /* -N2 --ntasks-per-node=4 --gres=gpu:8, task 5 = node 1 local 1 */
     const char *block[] = {STEP("n[1-2]", "8", "4(x2)"), "SLURM_NODEID=1", "SLURM_PROCID=5",
