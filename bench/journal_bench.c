@@ -3,7 +3,7 @@
  * be as slow to read as the format allows, each read as `cohort-work
  * status` reads it (journal_summary) and as a resuming coordinator does
  * (journal_open, the committed runs handed to the scheduler with
- * sched_mark_committed, as coord_journal.c does). Prints for each the
+ * sched_mark_committed, as work_service_journal.c does). Prints for each the
  * median of three runs, elapsed and this process's CPU time (and of the
  * resume's CPU, journal_open's); the figures are in docs/performance.md,
  * "Reading a journal".

@@ -13,14 +13,14 @@
  *   two levels beyond 128 nodes), plus RELAY_US of a relay's work at each
  *   relay it crosses; the answer the same way back. A relay is not modelled
  *   as a queue: at 131,072 ranks a top relay carries 1/128 of the frames.
- * - The coordinator is its loop (coord_loop.c): a turn reads every frame
+ * - The coordinator is its loop (work_service_loop.c): a turn reads every frame
  *   that has arrived, on every connection (a top relay's) that has one,
  *   and answers them at its end. A turn costs WAKE_US, READ_US for each
  *   connection read or written, FRAME_US for each frame in or out
  *   (bench/coord-cost.sh measures these), plus the time the scheduler's own
  *   calls take here, measured as they run.
  * - A lease with nothing to hand out is held, as the coordinator holds it
- *   (runtime/coord/coord_wake.c): after each commit the held leases are
+ *   (runtime/coord/work_service_wake.c): after each commit the held leases are
  *   tried again oldest first until RETRY_WAITS in a row find nothing; one
  *   held 4.5 s is answered WAIT and its worker asks again.
  * - With KILL_AT_S > 0 and KILL "node", node 1's 8 workers die at that
@@ -108,7 +108,7 @@ struct sim {
     size_t nouts, capouts;
     uint32_t *conn_round, round_no; /* the last round each connection was read or written in */
     int round_on, retry_due;
-    unsigned *ring; /* held requests, oldest first (as coord_wake.c) */
+    unsigned *ring; /* held requests, oldest first (as work_service_wake.c) */
     size_t ring_head, ring_len;
     int64_t free_at; /* the coordinator is busy until then */
     uint64_t frames, retries, reads, win_frames, max_win_frames;
@@ -259,7 +259,7 @@ static void lease(struct sim *m, unsigned wi, int64_t now)
 }
 
 /* After a change the coordinator tries the held requests again, oldest
- * first, until RETRY_WAITS in a row find nothing (coord_wake.c). How many
+ * first, until RETRY_WAITS in a row find nothing (work_service_wake.c). How many
  * frames it sends and connections it adds to the round. */
 static size_t retry_held(struct sim *m, int64_t now, size_t *conns)
 {

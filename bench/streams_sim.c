@@ -1,6 +1,6 @@
 /* streams_sim.c - a stream set at up to 131,072 workers, simulated: the
  * real placement (runtime/streams/place.h) called in the order the stream
- * coordinator (runtime/coord/scoord.c) calls it, on a simulated clock.
+ * coordinator (runtime/coord/streams_service.c) calls it, on a simulated clock.
  * Nothing here opens a socket; the time measured is the placement's own.
  *
  * The model:
@@ -9,7 +9,7 @@
  * - The start: every worker's JOIN, then (cohort_streams_open's barrier)
  *   every stream's ADD, sent by the workers in turn. Each request is
  *   place_renew of its sender, its actions taken, then the call and its
- *   actions taken (scoord.c, request). The coordinator takes ROUND
+ *   actions taken (streams_service.c, request). The coordinator takes ROUND
  *   requests a poll round; after each round the clock moves 1 ms and
  *   place_tick runs with its actions taken (scoord_run).
  * - A node's death: node 1's 8 connections close (place_lost each, its
@@ -75,7 +75,7 @@ static void key(char *b, long i)
     snprintf(b, 32, "cam-%ld", i);
 }
 
-/* The actions, as scoord.c's tell() takes them: counted. */
+/* The actions, as streams_service.c's tell() takes them: counted. */
 static void tell(struct sim *s)
 {
     const struct place_act *a;

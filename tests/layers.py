@@ -27,8 +27,9 @@ LAYERS = [
     ["runtime/planner"],
     ["runtime/apply", "runtime/net"],
     ["runtime/bootstrap", "runtime/work", "runtime/streams", "runtime/store"],
-    ["runtime/coord"],
-    ["runtime/libcohort", "runtime/agent"],
+    ["runtime/coord_start"],
+    ["runtime/relay"],
+    ["runtime/coord", "runtime/libcohort", "runtime/agent"],
     ["runtime/tools", "plugin"],
 ]
 PY_LAYERS = [["errors", "_progress"], ["_lib", "info", "output"], ["_session"], ["work", "streams"], ["_core"],

@@ -147,14 +147,14 @@ tests_unit_test_streams_msg_LDADD = runtime/streams/libcohort_streams_msg.la \
 # The work queue's messages and the coordinator's start record.
 check_PROGRAMS += tests/unit/test_work_msg
 TESTS += tests/unit/test_work_msg
-tests_unit_test_work_msg_LDADD = runtime/coord/libcohort_coord_config.la \
+tests_unit_test_work_msg_LDADD = runtime/coord_start/libcohort_coord_start.la \
 	runtime/work/libcohort_work_msg.la runtime/net/libcohort_net.la $(UNIT_LDADD)
 # A node relay whose way up closes (the real cohort-work-coord, started
 # as a rank starts it): its node's ranks, the one that comes late too,
 # told where.
 check_PROGRAMS += tests/unit/test_relay
 TESTS += tests/unit/test_relay
-tests_unit_test_relay_LDADD = runtime/coord/libcohort_coord_config.la \
+tests_unit_test_relay_LDADD = runtime/coord_start/libcohort_coord_start.la \
 	runtime/net/libcohort_net.la $(UNIT_LDADD) -lpthread
 EXTRA_tests_unit_test_relay_DEPENDENCIES = runtime/coord/cohort-work-coord
 # The node's relay process of a step: a second queue's relay run by the
@@ -162,7 +162,7 @@ EXTRA_tests_unit_test_relay_DEPENDENCIES = runtime/coord/cohort-work-coord
 # agent's.
 check_PROGRAMS += tests/unit/test_host
 TESTS += tests/unit/test_host
-tests_unit_test_host_LDADD = runtime/coord/libcohort_coord_config.la \
+tests_unit_test_host_LDADD = runtime/coord_start/libcohort_coord_start.la \
 	runtime/net/libcohort_net.la $(UNIT_LDADD) -lpthread
 EXTRA_tests_unit_test_host_DEPENDENCIES = runtime/coord/cohort-work-coord \
 	runtime/agent/cohort-agent

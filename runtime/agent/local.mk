@@ -6,8 +6,8 @@ runtime_agent_cohort_agent_SOURCES = runtime/agent/agent.h runtime/agent/agent_m
 	runtime/agent/agent_up.c runtime/agent/agent_local.c runtime/agent/peer.c
 runtime_agent_cohort_agent_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DCOHORT_WORK_COORD_PATH='"$(pkglibexecdir)/cohort-work-coord"'
-runtime_agent_cohort_agent_LDADD = runtime/coord/libcohort_relay.la \
-	runtime/coord/libcohort_coord_config.la \
+runtime_agent_cohort_agent_LDADD = runtime/relay/libcohort_relay.la \
+	runtime/coord_start/libcohort_coord_start.la \
 	runtime/store/libcohort_store.la runtime/net/libcohort_net.la \
 	runtime/apply/libcohort_apply_base.la runtime/planner/libcohort_planner_base.la \
 	$(CRYPTO_LIBS) $(MUNGE_LIBS)

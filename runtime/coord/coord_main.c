@@ -6,8 +6,8 @@
  * soft one raised to the hard one), listens on a TCP port of its own (any
  * address, a port the kernel picks), writes
  * that port as one line on standard output ("error WHY" when it cannot
- * start), and serves the queue (coord.h), the stream set (scoord.h) or the
- * step's store (store_holder.h, on the port its record names) until it is
+ * start), and serves the queue (work_service.h), the stream set (streams_service.h) or the
+ * step's store (store_service.h, on the port its record names) until it is
  * done or no worker (agent) is left. With a relay's record it is that
  * node's relay instead, started by the node's first rank, and the node's
  * relay process for the step's later queues and sets (host.h). Exit
@@ -23,11 +23,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "coord.h"
+#include "work_service.h"
 #include "coord_start.h"
 #include "host.h"
-#include "scoord.h"
-#include "store_holder.h"
+#include "streams_service.h"
+#include "store_service.h"
 
 #define RECORD_MAX (64u << 20)
 

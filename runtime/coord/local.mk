@@ -1,28 +1,21 @@
 ## runtime/coord/local.mk - the step's coordinator process
-## (cohort-work-coord): its start record, which libcohort's rank 0 (or a
-## node agent, for the store) writes
-## (libcohort_coord_config), its main loop and the services it hosts: the
-## work queues (runtime/work), the stream sets (runtime/streams) and the
-## step's store (runtime/store).
-noinst_LTLIBRARIES += runtime/coord/libcohort_coord_config.la
-runtime_coord_libcohort_coord_config_la_SOURCES = runtime/coord/coord_config.c \
-	runtime/coord/coord_config.h runtime/coord/coord_start.c runtime/coord/coord_start.h
-
-# A node's relays, in one process per node of a step (cohort-work-coord's,
-# or the node agent's).
-noinst_LTLIBRARIES += runtime/coord/libcohort_relay.la
-runtime_coord_libcohort_relay_la_SOURCES = runtime/coord/relay.c runtime/coord/relay.h \
-	runtime/coord/host.c runtime/coord/host.h
-runtime_coord_libcohort_relay_la_LIBADD = -lpthread
-
+## (cohort-work-coord): its main and the services it hosts, each named
+## for what it serves: the work queues (work_service*.c, over
+## runtime/work), the stream sets (streams_service.c, over
+## runtime/streams) and the step's store (store_service.c, over
+## runtime/store). Its start record is runtime/coord_start's, its node
+## relays runtime/relay's.
 pkglibexec_PROGRAMS = runtime/coord/cohort-work-coord
-runtime_coord_cohort_work_coord_SOURCES = runtime/coord/coord_main.c runtime/coord/coord.c \
-	runtime/coord/coord.h runtime/coord/coord_private.h runtime/coord/coord_loop.c \
-	runtime/coord/coord_wake.c runtime/coord/coord_answer.c runtime/coord/coord_report.c runtime/coord/coord_journal.c runtime/coord/coord_output.c \
-	runtime/coord/scoord.c runtime/coord/scoord.h runtime/coord/store_holder.c \
-	runtime/coord/store_holder.h runtime/coord/peers.c runtime/coord/peers.h
-runtime_coord_cohort_work_coord_LDADD = runtime/coord/libcohort_relay.la \
-	runtime/coord/libcohort_coord_config.la \
+runtime_coord_cohort_work_coord_SOURCES = runtime/coord/coord_main.c \
+	runtime/coord/work_service.c runtime/coord/work_service.h \
+	runtime/coord/work_service_private.h runtime/coord/work_service_loop.c \
+	runtime/coord/work_service_wake.c runtime/coord/work_service_answer.c \
+	runtime/coord/work_service_report.c runtime/coord/work_service_journal.c \
+	runtime/coord/work_service_output.c \
+	runtime/coord/streams_service.c runtime/coord/streams_service.h \
+	runtime/coord/store_service.c runtime/coord/store_service.h
+runtime_coord_cohort_work_coord_LDADD = runtime/relay/libcohort_relay.la \
+	runtime/coord_start/libcohort_coord_start.la \
 	runtime/store/libcohort_store.la \
 	runtime/streams/libcohort_streams_msg.la runtime/streams/libcohort_place.la \
 	runtime/work/libcohort_work_sched.la runtime/work/libcohort_work_journal.la \

@@ -1,7 +1,7 @@
-/* store_holder.c - the step's store served to the node agents (see
- * store_holder.h): their frames read, answered through the store, and what
+/* store_service.c - the step's store served to the node agents (see
+ * store_service.h): their frames read, answered through the store, and what
  * each node may have unsent bounded. */
-#include "store_holder.h"
+#include "store_service.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* store_holder.h - the step's store, served by the coordinator process
+/* store_service.h - the step's store, served by the coordinator process
  * (kind COORD_STORE) to the step's node agents: one authenticated
  * connection per node, over which each agent relays the TCPStore queries
  * of its node's ranks (store_msg.h) and the keys, values and waits are
@@ -11,8 +11,8 @@
  * a watch's message that would leave over 80 MiB unsent to a node closes
  * the client it is for, with a line, so that the holder's memory is its
  * keys and values and a bounded queue per node. */
-#ifndef COHORT_STORE_HOLDER_H
-#define COHORT_STORE_HOLDER_H
+#ifndef COHORT_STORE_SERVICE_H
+#define COHORT_STORE_SERVICE_H
 
 #include "coord_config.h"
 #include "error.h"

@@ -1,7 +1,7 @@
-/* scoord.c - the stream coordinator's service (scoord.h): workers'
+/* streams_service.c - the stream coordinator's service (streams_service.h): workers'
  * requests in, the placement's actions and the answers out, leases on the
  * clock, and when to stop. */
-#include "scoord.h"
+#include "streams_service.h"
 
 #include <stdio.h>
 #include <stdlib.h>

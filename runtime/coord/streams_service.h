@@ -1,4 +1,4 @@
-/* scoord.h - the stream coordinator's service: the process that serves a
+/* streams_service.h - the stream coordinator's service: the process that serves a
  * stream set (cohort_streams.h) to the step's workers over the connection
  * layer (net.h: the step's proofs, MAC'd frames), placing the streams with
  * the placement module (place.h). It runs in cohort-work-coord, started by
@@ -11,8 +11,8 @@
  * the same round. A worker that sends nothing for its lease (the set's
  * lease_timeout_s) loses its streams (REVOKE, then ASSIGN elsewhere) and
  * joins again when it is heard from. */
-#ifndef COHORT_SCOORD_H
-#define COHORT_SCOORD_H
+#ifndef COHORT_STREAMS_SERVICE_H
+#define COHORT_STREAMS_SERVICE_H
 
 #include "coord_config.h"
 #include "error.h"

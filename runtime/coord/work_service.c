@@ -1,14 +1,14 @@
-/* coord.c - the work coordinator's service (coord.h): workers' requests
+/* work_service.c - the work coordinator's service (work_service.h): workers' requests
  * in, the scheduler's answers out, group commit. Held leases and closes
- * are in coord_wake.c, the report lines in coord_report.c. */
-#include "coord.h"
+ * are in work_service_wake.c, the report lines in work_service_report.c. */
+#include "work_service.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "coord_private.h"
+#include "work_service_private.h"
 #include "work_sched.h"
 #include "wire.h"
 #include "work_msg.h"

@@ -1,4 +1,4 @@
-/* coord.h - the work coordinator's service: one process per queue, apart
+/* work_service.h - the work coordinator's service: one process per queue, apart
  * from every worker, that serves the step's workers over the connection
  * layer (net.h: the step's proofs, MAC'd frames) with the scheduling
  * module (work_sched.h) and, when asked, a journal (journal.h).
@@ -10,8 +10,8 @@
  * whose connection closes loses its leases at once. Commits are written
  * to the journal and synced once per round of events before any of them
  * is answered (group commit): a commit a worker was told of is durable. */
-#ifndef COHORT_COORD_H
-#define COHORT_COORD_H
+#ifndef COHORT_WORK_SERVICE_H
+#define COHORT_WORK_SERVICE_H
 
 #include <stdbool.h>
 #include <stdint.h>

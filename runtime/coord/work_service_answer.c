@@ -1,10 +1,10 @@
-/* coord_answer.c - what the work coordinator sends a worker
- * (coord_private.h): a frame of the queue's messages, the queue's totals,
- * why it stops, and whether every item is done. Called by coord.c,
- * coord_wake.c and coord_loop.c; it calls none of them. */
+/* work_service_answer.c - what the work coordinator sends a worker
+ * (work_service_private.h): a frame of the queue's messages, the queue's totals,
+ * why it stops, and whether every item is done. Called by work_service.c,
+ * work_service_wake.c and work_service_loop.c; it calls none of them. */
 #include <string.h>
 
-#include "coord_private.h"
+#include "work_service_private.h"
 #include "net.h"
 #include "wire.h"
 #include "work_msg.h"

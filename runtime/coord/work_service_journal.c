@@ -1,4 +1,4 @@
-/* coord_journal.c - the work coordinator's journal (journal.h) as it uses
+/* work_service_journal.c - the work coordinator's journal (journal.h) as it uses
  * it: replayed into the scheduler at start (committed ids are never
  * handed out again; items set aside by an earlier step are, with fresh
  * attempts), the taken ids of each commit added, one sync per round
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "coord_private.h"
+#include "work_service_private.h"
 #include "journal.h"
 
 /* The committed runs replayed, for the scheduler in one call. */

@@ -1,11 +1,11 @@
-/* coord_loop.c - the work coordinator's event loop (coord_run in
- * coord.h): a round of events, the scheduler's deadlines, group commit,
+/* work_service_loop.c - the work coordinator's event loop (coord_run in
+ * work_service.h): a round of events, the scheduler's deadlines, group commit,
  * held answers, and the moment to stop. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord_private.h"
+#include "work_service_private.h"
 
 /* The offers' names and the journal are synced, the parts it recorded
  * linked under their names, then every commit answer it held goes out. */

@@ -1,4 +1,4 @@
-/* coord_output.c - the work coordinator's side of published results
+/* work_service_output.c - the work coordinator's side of published results
  * (cohort_work_commit_output): the output directory and its offers' folder
  * (output.h) opened and checked, a worker's offered part checked (a file
  * of this user's, as long as it says, never read) and recorded in the
@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "base_sys.h"
-#include "coord_private.h"
+#include "work_service_private.h"
 #include "journal.h"
 #include "output.h"
 

@@ -1,14 +1,14 @@
-/* coord_private.h - what the parts of the work coordinator share: its
- * state, and the helpers coord.c (requests), coord_loop.c (the event loop
- * and when to stop), coord_journal.c (group commit) and coord_report.c
+/* work_service_private.h - what the parts of the work coordinator share: its
+ * state, and the helpers work_service.c (requests), work_service_loop.c (the event loop
+ * and when to stop), work_service_journal.c (group commit) and work_service_report.c
  * (progress and the final line) offer each other. Not for other modules. */
-#ifndef COHORT_COORD_PRIVATE_H
-#define COHORT_COORD_PRIVATE_H
+#ifndef COHORT_WORK_SERVICE_PRIVATE_H
+#define COHORT_WORK_SERVICE_PRIVATE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "coord.h"
+#include "work_service.h"
 #include "error.h"
 #include "journal.h"
 #include "peers.h"
@@ -32,7 +32,7 @@ struct worker {
     int64_t held_since;     /* a held lease or close, since (ms); 0: none */
     bool closing;           /* it closed the queue: answered once every item is done */
     bool closed_ok;         /* and was answered */
-    bool in_ring, in_closes; /* in co->ring, co->closes (coord_wake.c) */
+    bool in_ring, in_closes; /* in co->ring, co->closes (work_service_wake.c) */
     uint8_t *due;           /* a commit's answer waiting for the journal's sync */
     uint32_t due_len;
 };
@@ -42,7 +42,7 @@ struct coord {
     struct sched *s;
     struct net *net;
     struct peers *peers;    /* the ranks, through the node relays */
-    struct peers_ops ops;   /* coord.c's: requests in, workers joining and lost, at co->now */
+    struct peers_ops ops;   /* work_service.c's: requests in, workers joining and lost, at co->now */
     struct worker *w;       /* per rank */
     uint64_t *ids;          /* COORD_LEASE_MAX: one request's ids */
     uint8_t *spans;         /* and their spans */
@@ -78,7 +78,7 @@ struct coord {
     uint64_t granted, last_committed;
 };
 
-/* coord_answer.c: a frame of op to rank (none when it is gone), the
+/* work_service_answer.c: a frame of op to rank (none when it is gone), the
  * queue's totals as op (WORK_TOTALS, WORK_CLOSED), why the coordinator
  * stops (WORK_STOPPED with why's code and sentence, to every worker still
  * connected), whether every item is committed or set aside. */
@@ -88,7 +88,7 @@ void coord_stopped(struct coord *co, const struct cohort_err *why);
 bool coord_finished(const struct coord *co);
 
 
-/* coord_wake.c: a lease answered now or held (coord_lease); a held lease
+/* work_service_wake.c: a lease answered now or held (coord_lease); a held lease
  * or close noted (coord_hold), tried again after a change, answered once
  * the queue is done or at the keepalive (coord_wake, each turn of the
  * loop). */
@@ -117,7 +117,7 @@ void coord_journal_close(struct coord *co);
 int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, uint32_t kind,
                           const uint8_t *token, size_t n);
 
-/* Published results (coord_output.c). coord_output_replayed gathers the
+/* Published results (work_service_output.c). coord_output_replayed gathers the
  * journal's publications at start; coord_output_open then opens (makes)
  * the directory, finishes them and clears away offers never committed.
  * coord_output_offer checks a worker's offered file for co->ids[0..n-1]

@@ -1,4 +1,4 @@
-/* coord_report.c - what the work coordinator says on its standard error
+/* work_service_report.c - what the work coordinator says on its standard error
  * (which is rank 0's, so srun shows it): with COHORT_VERBOSE a progress
  * line every COORD_PROGRESS_MS, and at the end one line for the queue:
  * items, what became of them, and every worker's count and rate. */
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "coord_private.h"
+#include "work_service_private.h"
 
 void coord_progress(struct coord *co, int64_t now)
 {

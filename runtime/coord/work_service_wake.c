@@ -1,4 +1,4 @@
-/* coord_wake.c - the work coordinator's held requests (coord_private.h):
+/* work_service_wake.c - the work coordinator's held requests (work_service_private.h):
  * leases answered or, with nothing to hand out yet, held, and closes before
  * the queue is done.
  * After a change (or at the moment the scheduler said a copy may become
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coord_private.h"
+#include "work_service_private.h"
 #include "work_sched.h"
 #include "work_msg.h"
 

@@ -22,7 +22,7 @@ runtime_libcohort_libcohort_la_SOURCES += runtime/libcohort/boot_pmix.c
 endif
 EXTRA_DIST += runtime/libcohort/boot_pmix.c
 # The hwloc-free halves of apply and the planner: libcohort does not link hwloc.
-runtime_libcohort_libcohort_la_LIBADD = runtime/coord/libcohort_coord_config.la \
+runtime_libcohort_libcohort_la_LIBADD = runtime/coord_start/libcohort_coord_start.la \
 	runtime/streams/libcohort_streams_msg.la runtime/work/libcohort_work_msg.la \
 	runtime/work/libcohort_work_output.la \
 	runtime/bootstrap/libcohort_bootstrap.la runtime/net/libcohort_net.la \

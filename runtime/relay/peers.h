@@ -6,7 +6,7 @@
  * with the rank in the header, both ways. A relay's death is the loss of
  * every rank it carried; a relay that speaks for a rank not below it, or
  * sends what is not a frame of this protocol, is closed as dead (one
- * line). The coordinator's services (coord.c, scoord.c) see ranks only. */
+ * line). The coordinator's services (work_service.c, streams_service.c) see ranks only. */
 #ifndef COHORT_PEERS_H
 #define COHORT_PEERS_H
 

@@ -14,7 +14,7 @@ bench_sched_bench_LDADD = runtime/work/libcohort_work_sched.la \
 bench_sched_bench_LDFLAGS = -no-install
 check_PROGRAMS += bench/scale_sim
 bench_scale_sim_LDADD = runtime/work/libcohort_work_sched.la \
-	runtime/coord/libcohort_coord_config.la \
+	runtime/coord_start/libcohort_coord_start.la \
 	runtime/work/libcohort_work_msg.la runtime/net/libcohort_net.la \
 	runtime/planner/libcohort_planner_base.la -lm
 bench_scale_sim_LDFLAGS = -no-install

@@ -1,4 +1,4 @@
-/* test_host.c - the node's relay process of a step (runtime/coord/host.c:
+/* test_host.c - the node's relay process of a step (runtime/relay/host.c:
  * the real cohort-work-coord, started as a node's first rank starts a
  * relay, coord_start_relay). The first relay of a step's node starts a
  * process; a second queue's relay there is run by it (no process started,

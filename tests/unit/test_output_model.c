@@ -1,7 +1,7 @@
 /* test_output_model.c - an exhaustive model check of the publication
  * protocol of cohort_work_commit_output (docs/work.md, "Results exactly
  * once"; runtime/libcohort/cohort_work_output.c and
- * runtime/coord/coord_output.c), with simulated crashes at every step.
+ * runtime/coord/work_service_output.c), with simulated crashes at every step.
  *
  * Two workers, A and B, hold the same ids (a tail copy: the first commit
  * wins) and each offers its results. The model's steps are the code's:

@@ -1,4 +1,4 @@
-/* test_relay.c - node relays (runtime/coord/relay.c: the real
+/* test_relay.c - node relays (runtime/relay/relay.c: the real
  * cohort-work-coord, started as a node's first rank starts one). At
  * fanout 2 on 4 nodes the relay of node 0 is below the coordinator and
  * above those of nodes 2 and 3. The test plays the coordinator, node 3's
