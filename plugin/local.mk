@@ -2,7 +2,8 @@
 if HAVE_SPANK
 spankplugindir = $(slurm_plugindir)
 spankplugin_LTLIBRARIES = plugin/spank_cohort.la
-plugin_spank_cohort_la_SOURCES = plugin/spank_slurmstepd.c \
+plugin_spank_cohort_la_SOURCES = plugin/spank_cohort.c \
+	plugin/spank_srun.c plugin/spank_srun.h plugin/spank_slurmstepd.c plugin/spank_slurmstepd.h \
 	plugin/plugin_args.c plugin/plugin_args.h plugin/spank_env.c plugin/spank_env.h \
 	plugin/mps.c plugin/mps.h plugin/mps_proc.c plugin/mps_proc.h \
 	plugin/mps_step.c plugin/mps_step.h plugin/store_step.c plugin/store_step.h \

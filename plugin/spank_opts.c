@@ -18,6 +18,18 @@ void job_opts_free(void)
     job_opts.mps = job_opts.store = NULL;
 }
 
+int job_mode(const char *env, enum cohort_plugin_mode *m, struct cohort_err *err)
+{
+    *m = site_args.default_mode;
+    if (job_opts.mode >= 0) {
+        *m = (enum cohort_plugin_mode)job_opts.mode;
+        return 0;
+    }
+    if (env && plugin_mode_parse(env, m, err) < 0)
+        return cohort_fail(err, "COHORT_MODE='%s' is not one of off, env, train, infer", env);
+    return 0;
+}
+
 /* An option's value as its callback gets it: sbatch and salloc pass their
  * options to the job's sruns in SLURM_SPANK_OPTION_* variables, where an
  * option given without a value reads "(null)"; that is no value. */

@@ -28,6 +28,11 @@ extern struct plugin_args site_args;
 /* The options to register, ended by SPANK_OPTIONS_TABLE_END. */
 extern struct spank_option cohort_options[];
 
+/* The step's mode: --cohort, else env (COHORT_MODE as the caller's side
+ * sees it; may be NULL), else the site's default. 0, or -1 with a sentence
+ * naming a bad COHORT_MODE. */
+int job_mode(const char *env, enum cohort_plugin_mode *m, struct cohort_err *err);
+
 /* Frees the options' values. */
 void job_opts_free(void);
 

@@ -1,69 +1,59 @@
-/* spank_cohort.c - the SPANK plugin. In srun it validates --cohort and
- * creates the step's secret; in slurmstepd it gives the step that secret,
- * loads the topology and plans the node once (user_init), and in each task
- * sets the variables and binds CPUs and memory (task_init). A job that did
- * not ask (mode off) is never touched; a user's mistake never fails
- * slurm_spank_init; an internal error costs one warning line and the task
- * runs without cohort, unless the admin set strict=yes. */
-#include <errno.h>
-#include <slurm/spank.h>
+/* spank_slurmstepd.c - the plugin's slurmstepd side (S_CTX_REMOTE; see
+ * spank_slurmstepd.h). In user_init it gives the step srun's secret, loads
+ * the topology and plans the node once, and starts the step's MPS daemon
+ * and node agent when asked; in each task (task_init) it sets the
+ * variables and binds CPUs and memory; it follows the tasks' forks and
+ * exits, and ends it all in exit. A job that did not ask (mode off) is
+ * never touched; an internal error costs one warning line and the task
+ * runs without cohort, unless the admin set strict=yes. It owns
+ * slurmstepd's state, one struct from user_init to the forked tasks. */
+#include "spank_slurmstepd.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "apply.h"
 #include "base_sys.h"
-#include "base_text.h"
-#include "lean_load.h"
 #include "envlist.h"
+#include "lean_load.h"
+#include "mps_step.h"
 #include "plan.h"
 #include "plan_line.h"
-#include "mps_step.h"
-#include "store_step.h"
-#include "plugin_args.h"
+#include "route.h"
 #include "spank_env.h"
 #include "spank_opts.h"
-#include "route.h"
+#include "spank_srun.h"
 #include "step.h"
+#include "store_step.h"
 #include "text_file.h"
 #include "topo_cache.h"
 #include "topology.h"
 
-SPANK_PLUGIN(cohort, 1);
-
 #define BATCH_OR_SPECIAL_STEP 0xfffffff0u /* batch, extern, interactive steps */
 
-static char args_error[COHORT_ERR_LEN];
+/* slurmstepd's state, from user_init to the forked tasks and exit. */
+struct stepd_state {
+    enum cohort_plugin_mode mode;
+    bool verbose;
+    char setup_error[COHORT_ERR_LEN];
+    struct cohort_topology *topo;
+    struct cohort_step step;
+    struct cohort_node_plan *plan;
+    char planned_gpus[4096];   /* the GPU variables the plan was made with */
+    struct master_route route; /* to MASTER_ADDR, found once per node */
+    bool route_found;
+    double setup_ms;           /* user_init's work on this node */
+    char *srun_mode;           /* COHORT_MODE as srun saw it, or NULL */
+    struct mps_step mps;       /* the step's MPS daemon on this node */
+    struct store_step store;   /* the step's node agent (PyTorch's store) */
+    bool cache_stale;          /* discovered: write the cache at the end */
+    char topo_note[300];       /* where the topology came from, for verbose */
+    uint32_t exited;           /* the node's tasks that ended */
+};
 
-/* slurmstepd state, from user_init to the forked tasks */
-static enum cohort_plugin_mode mode = PLUGIN_MODE_OFF;
-static int verbose;
-static char setup_error[COHORT_ERR_LEN];
-static struct cohort_topology *topo;
-static struct cohort_step step;
-static struct cohort_node_plan *plan;
-static char planned_gpus[4096]; /* the GPU variables the plan was made with */
-static struct master_route route; /* to MASTER_ADDR, found once per node */
-static bool route_found;
-static double setup_ms;                  /* user_init's work on this node */
-static char *srun_mode;                  /* COHORT_MODE as srun saw it, or NULL */
-static struct mps_step mps;              /* the step's MPS daemon on this node */
-static struct store_step store = {.events_fd = -1}; /* the step's node agent (PyTorch's store) */
-static bool cache_stale;                 /* discovered: write the cache at the end */
-static char topo_note[300];              /* where the topology came from, for verbose */
-
-/* What slurmstepd must know of srun's environment whatever srun --export
- * says: srun passes its environment to the tasks only with --export=ALL,
- * but its SLURM* variables always (NONE, a list, ALL). srun sets these in
- * local_user_init, after every cli_filter hook; slurmstepd takes them out
- * of the job's environment in user_init, so that no task sees them. */
-#define SRUN_SECRET "SLURM_COHORT_SRUN_SECRET"   /* the step's secret */
-#define SRUN_MODE "SLURM_COHORT_SRUN_MODE"       /* srun's COHORT_MODE */
-#define SRUN_VERBOSE "SLURM_COHORT_SRUN_VERBOSE" /* srun's COHORT_VERBOSE */
-#define SRUN_MPS "SLURM_COHORT_SRUN_MPS"         /* srun's COHORT_MPS */
-#define SRUN_STORE "SLURM_COHORT_SRUN_STORE"     /* srun's COHORT_STORE */
+static struct stepd_state stepd = {.mode = PLUGIN_MODE_OFF, .store = {.events_fd = -1}};
 
 static const char *const gpu_vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
                                        "CUDA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE"};
@@ -93,128 +83,6 @@ static int set_var(const char *name, const char *value, void *sp)
     return spank_setenv(sp, name, value, 1) != ESPANK_SUCCESS;
 }
 
-/* slurmd's start: the node's topology cache, unless the admin gave a
- * topology file or switched the cache off. A failure costs steps nothing
- * but their own discovery. */
-static void cache_at_start(void)
-{
-    struct cohort_err err;
-    if (!site_args.topology[0] && site_args.topology_cache[0] &&
-        topo_cache_refresh(site_args.topology_cache, &err) < 0)
-        slurm_info("cohort: no topology cache: %s (steps discover the topology)", err.msg);
-}
-
-int slurm_spank_init(spank_t sp, int ac, char **av)
-{
-    struct cohort_err err;
-    args_error[0] = '\0';
-    if (plugin_args_parse(ac, av, &site_args, &err) < 0) {
-        snprintf(args_error, sizeof args_error, "%s", err.msg);
-        slurm_error("cohort: plugstack.conf: %s; cohort is disabled", err.msg);
-        /* never fail init: that would drain nodes and break every job; the
-         * options stay registered so that jobs using them still run */
-    } else if (spank_context() == S_CTX_SLURMD) {
-        cache_at_start();
-    }
-    for (struct spank_option *o = cohort_options; o->name; o++)
-        if (spank_option_register(sp, o) != ESPANK_SUCCESS)
-            slurm_verbose("cohort: cannot register --%s here", o->name);
-    return 0;
-}
-
-/* The step's mode: --cohort, else COHORT_MODE, else the site default. */
-static int effective_mode(spank_t sp, enum cohort_plugin_mode *m, struct cohort_err *err)
-{
-    *m = site_args.default_mode;
-    if (job_opts.mode >= 0) {
-        *m = (enum cohort_plugin_mode)job_opts.mode;
-        return 0;
-    }
-    /* in slurmstepd: the job's COHORT_MODE (an --export=...,COHORT_MODE=
-     * wins), else srun's, which reaches the job only with --export=ALL */
-    char *v = spank_remote(sp) ? get_env(sp, "COHORT_MODE") : NULL;
-    const char *env = spank_remote(sp) ? (v ? v : srun_mode) : getenv("COHORT_MODE");
-    int rc = 0;
-    if (env && plugin_mode_parse(env, m, err) < 0)
-        rc = cohort_fail(err, "COHORT_MODE='%s' is not one of off, env, train, infer", env);
-    free(v);
-    return rc;
-}
-
-/* srun, before the allocation: a bad mode fails srun with one line. */
-int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
-{
-    struct cohort_err err;
-    enum cohort_plugin_mode m;
-    (void)ac;
-    (void)av;
-    if (args_error[0] || spank_context() != S_CTX_LOCAL)
-        return 0;
-    struct mps_args want;
-    bool store_on;
-    if (effective_mode(sp, &m, &err) < 0 ||
-        (m != PLUGIN_MODE_OFF &&
-         (mps_step_want(&site_args, getenv("COHORT_MPS"), job_opts.mps_given, job_opts.mps, &want, &err) < 0 ||
-          store_step_want(&site_args, getenv("COHORT_STORE"), job_opts.store_given, job_opts.store, &store_on,
-                          &err) < 0))) {
-        slurm_error("cohort: %s", err.msg);
-        return -1;
-    }
-    return 0;
-}
-
-/* srun: NAME's value, if set, for slurmstepd in FWD. */
-static void forward(const char *name, const char *fwd)
-{
-    const char *v = getenv(name);
-    if (v && setenv(fwd, v, 1) != 0)
-        slurm_error("cohort: cannot pass %s to the tasks", name);
-}
-
-/* srun, just before launch: the step's secret (never printed), the user's
- * COHORT_SECRET if set, else 64 random hex digits made once per srun; with
- * COHORT_MODE and COHORT_VERBOSE, for slurmstepd (see SRUN_SECRET). Slurm
- * carries it in the launch message, which munge signs but does not
- * encrypt; under secret=munge there is none, and the runtime's bootstrap
- * and coordinator authenticate through munge on every node instead. */
-int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
-{
-    static char made[65];
-    struct cohort_err err;
-    enum cohort_plugin_mode m;
-    (void)ac;
-    (void)av;
-    unsetenv(SRUN_SECRET); /* never what another srun left in the environment */
-    unsetenv(SRUN_MODE);
-    unsetenv(SRUN_VERBOSE);
-    unsetenv(SRUN_MPS);
-    unsetenv(SRUN_STORE);
-    if (args_error[0])
-        return 0;
-    forward("COHORT_MODE", SRUN_MODE);
-    forward("COHORT_VERBOSE", SRUN_VERBOSE);
-    forward("COHORT_MPS", SRUN_MPS);
-    forward("COHORT_STORE", SRUN_STORE);
-    if (effective_mode(sp, &m, &err) < 0 || m == PLUGIN_MODE_OFF || site_args.secret_munge)
-        return 0; /* secret=munge: nothing secret in the launch message */
-    const char *secret = getenv("COHORT_SECRET");
-    if (!secret && !made[0]) {
-        unsigned char raw[32];
-        if (base_random(raw, sizeof raw) < 0) {
-            explicit_bzero(raw, sizeof raw);
-            slurm_error("cohort: no random bytes for the step secret; the runtime's "
-                        "bootstrap will use its fallback");
-            return 0;
-        }
-        base_hex_encode(raw, sizeof raw, made);
-        explicit_bzero(raw, sizeof raw);
-    }
-    /* srun refuses spank_setenv here; its environment is the way on. */
-    if (setenv(SRUN_SECRET, secret ? secret : made, 1) != 0)
-        slurm_error("cohort: cannot pass the step secret to the tasks");
-    return 0;
-}
-
 /* slurmstepd, before the tasks fork: the step's secret from srun becomes
  * every task's COHORT_SECRET, unless the job's environment holds one (the
  * user's, by --export=ALL or --export=...,COHORT_SECRET=...). */
@@ -228,15 +96,38 @@ static void give_secret(spank_t sp, char *secret)
         slurm_error("cohort: cannot give the tasks the step secret");
 }
 
+/* One warning line in the task saying what it runs without; with strict=yes
+ * the task fails instead. */
+static int task_problem(const char *what, const char *without)
+{
+    if (site_args.strict) {
+        slurm_error("cohort: %s", what);
+        return -1;
+    }
+    fprintf(stderr, "cohort: warning: %s; this task runs without %s\n", what, without);
+    return 0;
+}
+
+/* The job's mode in slurmstepd: --cohort, else the job's COHORT_MODE (an
+ * --export=...,COHORT_MODE= wins), else srun's, which reaches the job only
+ * with --export=ALL, else the site's default. */
+static int stepd_mode(struct stepd_state *st, spank_t sp, struct cohort_err *err)
+{
+    char *v = get_env(sp, "COHORT_MODE");
+    int rc = job_mode(v ? v : st->srun_mode, &st->mode, err);
+    free(v);
+    return rc;
+}
+
 /* Plans the node with the GPU variables as the job shows them now. */
-static int make_plan(spank_t sp, struct cohort_err *err)
+static int make_plan(struct stepd_state *st, spank_t sp, struct cohort_err *err)
 {
     struct envlist env;
     struct cohort_policy pol;
     envlist_init(&env);
     policy_init(&pol);
-    pol.mode = mode == PLUGIN_MODE_INFER ? COHORT_MODE_INFER : COHORT_MODE_TRAIN;
-    pol.bind = mode != PLUGIN_MODE_ENV;
+    pol.mode = st->mode == PLUGIN_MODE_INFER ? COHORT_MODE_INFER : COHORT_MODE_TRAIN;
+    pol.bind = st->mode != PLUGIN_MODE_ENV;
     pol.ports = site_args.ports;
     int rc = -1;
     static const char *const secret_var[] = {"COHORT_SECRET"}; /* keys the bootstrap port */
@@ -246,20 +137,20 @@ static int make_plan(spank_t sp, struct cohort_err *err)
         cohort_fail(err, "out of memory");
         goto out;
     }
-    gpu_key(&env, planned_gpus, sizeof planned_gpus);
-    if (step_set_gpus(&step, envlist_get(&env, "SLURM_STEP_GPUS"),
+    gpu_key(&env, st->planned_gpus, sizeof st->planned_gpus);
+    if (step_set_gpus(&st->step, envlist_get(&env, "SLURM_STEP_GPUS"),
                       envlist_get(&env, "SLURM_JOB_GPUS"),
                       envlist_get(&env, "CUDA_VISIBLE_DEVICES"),
                       envlist_get(&env, "SLURM_GPUS_ON_NODE") != NULL, err) < 0)
         goto out;
-    if (!route_found) {
-        master_route_find(&step, &env, &route);
-        route_found = true;
+    if (!st->route_found) {
+        master_route_find(&st->step, &env, &st->route);
+        st->route_found = true;
     }
-    master_route_policy(&route, &pol);
-    plan_free(plan);
-    plan = NULL;
-    rc = plan_node(&step, topo, &pol, &env, &plan, err);
+    master_route_policy(&st->route, &pol);
+    plan_free(st->plan);
+    st->plan = NULL;
+    rc = plan_node(&st->step, st->topo, &pol, &env, &st->plan, err);
 out:
     envlist_clear(&env);
     return rc;
@@ -268,26 +159,44 @@ out:
 /* The node's topology: the admin's file, else the plugin's cache when it is
  * this machine's, else hwloc's discovery (the cache is then written again
  * at the step's end, from a discovery of the whole node as root). */
-static int load_topology(struct cohort_err *err)
+static int load_topology(struct stepd_state *st, struct cohort_err *err)
 {
-    cache_stale = false;
-    topo_note[0] = '\0';
+    st->cache_stale = false;
+    st->topo_note[0] = '\0';
     if (site_args.topology[0])
-        return topology_load_lean(site_args.topology, true, &topo, err);
+        return topology_load_lean(site_args.topology, true, &st->topo, err);
     if (site_args.topology_cache[0]) {
         char why[256];
-        if (topo_cache_load(site_args.topology_cache, &topo, why, sizeof why) == 0) {
-            snprintf(topo_note, sizeof topo_note, "topology from the node's cache");
+        if (topo_cache_load(site_args.topology_cache, &st->topo, why, sizeof why) == 0) {
+            snprintf(st->topo_note, sizeof st->topo_note, "topology from the node's cache");
             return 0;
         }
-        snprintf(topo_note, sizeof topo_note, "%s: discovered", why);
-        cache_stale = true;
+        snprintf(st->topo_note, sizeof st->topo_note, "%s: discovered", why);
+        st->cache_stale = true;
     }
-    return topology_load_lean(NULL, true, &topo, err);
+    return topology_load_lean(NULL, true, &st->topo, err);
+}
+
+/* The node's global ranks, from slurmstepd itself, placing st's step on
+ * node nodeid. */
+static int set_node(struct stepd_state *st, spank_t sp, uint32_t nodeid, uint32_t local,
+                    struct cohort_err *err)
+{
+    uint32_t *ranks = malloc((local ? local : 1) * sizeof *ranks);
+    if (!ranks)
+        return cohort_fail(err, "out of memory");
+    int rc = 0;
+    for (uint32_t i = 0; i < local && rc == 0; i++)
+        if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &ranks[i]))
+            rc = cohort_fail(err, "slurmstepd did not give the global id of local task %u", i);
+    if (rc == 0)
+        rc = step_set_node_ranks(&st->step, nodeid, ranks, local, err);
+    free(ranks);
+    return rc;
 }
 
 /* slurmstepd, once per node: the step, the topology, the node's plan. */
-static int setup_node(spank_t sp, struct cohort_err *err)
+static int setup_node(struct stepd_state *st, spank_t sp, struct cohort_err *err)
 {
     uint32_t job = 0, stepid = 0, nodeid = 0, ntasks = 0, local = 0;
     if (spank_get_item(sp, S_JOB_ID, &job) || spank_get_item(sp, S_JOB_STEPID, &stepid) ||
@@ -304,9 +213,9 @@ static int setup_node(spank_t sp, struct cohort_err *err)
     char count[16], *hostfile = NULL;
     int rc = -1;
     snprintf(count, sizeof count, "%u", ntasks);
-    step_init(&step);
-    step.job_id = job;
-    step.step_id = stepid;
+    step_init(&st->step);
+    st->step.job_id = job;
+    st->step.step_id = stepid;
     if (collect_env(sp, &env, layout_vars, sizeof layout_vars / sizeof *layout_vars) < 0)
         goto out;
     const char *dist = envlist_get(&env, "SLURM_DISTRIBUTION");
@@ -314,32 +223,19 @@ static int setup_node(spank_t sp, struct cohort_err *err)
     if (dist && strncmp(dist, "arbitrary", 9) == 0 && hostfile_path &&
         !(hostfile = read_text_file("SLURM_HOSTFILE", hostfile_path, true, err)))
         goto out;
-    if (step_set_layout(&step, envlist_get(&env, "SLURM_STEP_NODELIST"), count,
+    if (step_set_layout(&st->step, envlist_get(&env, "SLURM_STEP_NODELIST"), count,
                         envlist_get(&env, "SLURM_STEP_TASKS_PER_NODE"), dist,
                         envlist_get(&env, "SLURM_DIST_PLANESIZE"), hostfile, err) < 0)
         goto out;
-    /* The node's global ranks, from slurmstepd itself. */
-    uint32_t *ranks = malloc((local ? local : 1) * sizeof *ranks);
-    if (!ranks) {
-        cohort_fail(err, "out of memory");
-        goto out;
-    }
-    for (uint32_t i = 0; i < local; i++)
-        if (spank_get_item(sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &ranks[i])) {
-            free(ranks);
-            cohort_fail(err, "slurmstepd did not give the global id of local task %u", i);
-            goto out;
-        }
-    rc = step_set_node_ranks(&step, nodeid, ranks, local, err);
-    free(ranks);
-    if (rc < 0 || (rc = step_set_resv_ports(&step, envlist_get(&env, "SLURM_STEP_RESV_PORTS"),
-                                            err)) < 0 ||
-        (rc = step_set_cpu_bind(&step, envlist_get(&env, "SLURM_CPU_BIND_TYPE"),
+    if ((rc = set_node(st, sp, nodeid, local, err)) < 0 ||
+        (rc = step_set_resv_ports(&st->step, envlist_get(&env, "SLURM_STEP_RESV_PORTS"),
+                                  err)) < 0 ||
+        (rc = step_set_cpu_bind(&st->step, envlist_get(&env, "SLURM_CPU_BIND_TYPE"),
                                 envlist_get(&env, "SLURM_CPU_BIND_LIST"), err)) < 0)
         goto out;
-    rc = load_topology(err);
+    rc = load_topology(st, err);
     if (rc == 0)
-        rc = make_plan(sp, err);
+        rc = make_plan(st, sp, err);
 out:
     free(hostfile);
     envlist_clear(&env);
@@ -347,62 +243,59 @@ out:
 }
 
 /* The step's MPS on this node: what the job asked, the daemon if wanted. */
-static void setup_mps(spank_t sp, const char *srun_mps)
+static void setup_mps(struct stepd_state *st, spank_t sp, const char *srun_mps)
 {
     struct mps_args want;
     struct cohort_err err;
     char *v = get_env(sp, "COHORT_MPS");
     if (mps_step_want(&site_args, v ? v : srun_mps, job_opts.mps_given, job_opts.mps, &want, &err) < 0) {
-        mps.want.on = true; /* asked for, wrongly: each task says so */
-        snprintf(mps.error, sizeof mps.error, "%s", err.msg);
+        st->mps.want.on = true; /* asked for, wrongly: each task says so */
+        snprintf(st->mps.error, sizeof st->mps.error, "%s", err.msg);
     } else {
-        mps_step_setup(sp, &site_args, &want, plan, &mps);
+        mps_step_setup(sp, &site_args, &want, st->plan, &st->mps);
     }
     free(v);
 }
 
-int slurm_spank_user_init(spank_t sp, int ac, char **av)
+void stepd_user_init(spank_t sp, bool args_ok)
 {
+    struct stepd_state *st = &stepd;
     struct cohort_err err;
     uint32_t stepid = 0;
-    (void)ac;
-    (void)av;
-    mode = PLUGIN_MODE_OFF;
-    if (!spank_remote(sp))
-        return 0;
+    st->mode = PLUGIN_MODE_OFF;
     if (spank_get_item(sp, S_JOB_STEPID, &stepid) == ESPANK_SUCCESS &&
         stepid >= BATCH_OR_SPECIAL_STEP)
-        return 0; /* the batch script and extern steps are not a parallel step */
+        return; /* the batch script and extern steps are not a parallel step */
     char *secret = take_env(sp, SRUN_SECRET), *srun_verbose = take_env(sp, SRUN_VERBOSE);
     char *srun_mps = take_env(sp, SRUN_MPS), *srun_store = take_env(sp, SRUN_STORE);
-    free(srun_mode);
-    srun_mode = take_env(sp, SRUN_MODE);
-    if (args_error[0])
+    free(st->srun_mode);
+    st->srun_mode = take_env(sp, SRUN_MODE);
+    if (!args_ok)
         goto out;
-    if (effective_mode(sp, &mode, &err) < 0) {
-        snprintf(setup_error, sizeof setup_error, "%s", err.msg);
-        mode = PLUGIN_MODE_ENV;
+    if (stepd_mode(st, sp, &err) < 0) {
+        snprintf(st->setup_error, sizeof st->setup_error, "%s", err.msg);
+        st->mode = PLUGIN_MODE_ENV;
         goto out;
     }
-    if (mode == PLUGIN_MODE_OFF)
+    if (st->mode == PLUGIN_MODE_OFF)
         goto out;
     give_secret(sp, site_args.secret_munge ? NULL : secret);
     char *v = get_env(sp, "COHORT_VERBOSE");
     const char *vv = v ? v : srun_verbose;
-    verbose = job_opts.verbose || (vv && strcmp(vv, "0") != 0 && *vv);
+    st->verbose = job_opts.verbose || (vv && strcmp(vv, "0") != 0 && *vv);
     if (job_opts.verbose && !v) /* for what runs in the tasks: the work coordinator's progress */
         spank_setenv(sp, "COHORT_VERBOSE", "1", 0);
     free(v);
     double start = base_now_ns() / 1e6;
-    int rc = setup_node(sp, &err);
-    setup_ms = base_now_ns() / 1e6 - start;
+    int rc = setup_node(st, sp, &err);
+    st->setup_ms = base_now_ns() / 1e6 - start;
     if (rc < 0) {
-        snprintf(setup_error, sizeof setup_error, "%s", err.msg);
-        slurm_verbose("cohort: job %u: %s", step.job_id, err.msg); /* the tasks say it */
+        snprintf(st->setup_error, sizeof st->setup_error, "%s", err.msg);
+        slurm_verbose("cohort: job %u: %s", st->step.job_id, err.msg); /* the tasks say it */
     } else {
-        setup_mps(sp, srun_mps);
-        store_step_start(&store, sp, &site_args, srun_store, job_opts.store_given, job_opts.store, &step, plan,
-                         verbose);
+        setup_mps(st, sp, srun_mps);
+        store_step_start(&st->store, sp, &site_args, srun_store, job_opts.store_given,
+                         job_opts.store, &st->step, st->plan, st->verbose);
     }
 out:
     if (secret)
@@ -411,129 +304,110 @@ out:
     free(srun_verbose);
     free(srun_mps);
     free(srun_store);
-    return 0;
 }
 
-/* One warning line in the task saying what it runs without; with strict=yes
- * the task fails instead. */
-static int task_problem(const char *what, const char *without)
+/* Plans again, for the task in hand, when it sees other GPU variables than
+ * the node plan was made with: GPUs are given to the tasks by the gres
+ * plugin. 0, or -1 with err set. */
+static int replan_for_task(struct stepd_state *st, spank_t sp, struct cohort_err *err)
 {
-    if (site_args.strict) {
-        slurm_error("cohort: %s", what);
-        return -1;
-    }
-    fprintf(stderr, "cohort: warning: %s; this task runs without %s\n", what, without);
-    return 0;
-}
-
-int slurm_spank_task_init(spank_t sp, int ac, char **av)
-{
-    double start = base_now_ns() / 1e6;
-    struct cohort_err err;
-    (void)ac;
-    (void)av;
-    if (mode == PLUGIN_MODE_OFF)
-        return 0;
-    if (setup_error[0])
-        return task_problem(setup_error, "cohort's settings");
-    int local = 0;
-    uint32_t global = 0;
-    if (spank_get_item(sp, S_TASK_ID, &local) ||
-        spank_get_item(sp, S_TASK_GLOBAL_ID, &global))
-        return task_problem("slurmstepd did not give the task's ids", "cohort's settings");
-    if (step_set_task(&step, global, (uint32_t)local, &err) < 0)
-        return task_problem(err.msg, "cohort's settings");
-    /* GPUs are given to the tasks by the gres plugin: plan again only if the
-     * task sees other GPU variables than the node plan was made with. */
-    char seen[sizeof planned_gpus];
+    char seen[sizeof st->planned_gpus];
     struct envlist gpu_env;
     envlist_init(&gpu_env);
     int rc = collect_env(sp, &gpu_env, gpu_vars, sizeof gpu_vars / sizeof *gpu_vars);
     gpu_key(&gpu_env, seen, sizeof seen);
     envlist_clear(&gpu_env);
     if (rc < 0)
-        return task_problem("out of memory", "cohort's settings");
-    if (strcmp(seen, planned_gpus) != 0 && make_plan(sp, &err) < 0)
+        return cohort_fail(err, "out of memory");
+    if (strcmp(seen, st->planned_gpus) != 0)
+        return make_plan(st, sp, err);
+    return 0;
+}
+
+int stepd_task_init(spank_t sp)
+{
+    struct stepd_state *st = &stepd;
+    double start = base_now_ns() / 1e6;
+    struct cohort_err err;
+    if (st->mode == PLUGIN_MODE_OFF)
+        return 0;
+    if (st->setup_error[0])
+        return task_problem(st->setup_error, "cohort's settings");
+    int local = 0;
+    uint32_t global = 0;
+    if (spank_get_item(sp, S_TASK_ID, &local) ||
+        spank_get_item(sp, S_TASK_GLOBAL_ID, &global))
+        return task_problem("slurmstepd did not give the task's ids", "cohort's settings");
+    if (step_set_task(&st->step, global, (uint32_t)local, &err) < 0 ||
+        replan_for_task(st, sp, &err) < 0)
         return task_problem(err.msg, "cohort's settings");
-    const struct cohort_task_plan *t = &plan->tasks[local];
+    const struct cohort_task_plan *t = &st->plan->tasks[local];
     if (apply_env(t, set_var, sp) != 0)
         return task_problem("cannot set the task's variables", "some of them");
-    if (store_step_task(sp, &store, (uint32_t)local) == 1) { /* asked for: never without */
-        slurm_error("cohort: %s", store.error);
+    if (store_step_task(sp, &st->store, (uint32_t)local) == 1) { /* asked for: never without */
+        slurm_error("cohort: %s", st->store.error);
         return -1;
     }
     char note[1024] = "", mps_note[256];
-    if (mode != PLUGIN_MODE_ENV &&
-        apply_binding(topo, t, site_args.membind, note, sizeof note, &err) < 0 &&
+    if (st->mode != PLUGIN_MODE_ENV &&
+        apply_binding(st->topo, t, site_args.membind, note, sizeof note, &err) < 0 &&
         task_problem(err.msg, "that binding") < 0)
         return -1;
-    if (mps_step_task(sp, &mps, plan, (uint32_t)local, mps_note, sizeof mps_note) == 1 &&
-        task_problem(mps.error, "MPS") < 0)
+    if (mps_step_task(sp, &st->mps, st->plan, (uint32_t)local, mps_note, sizeof mps_note) == 1 &&
+        task_problem(st->mps.error, "MPS") < 0)
         return -1;
-    if (verbose) {
+    if (st->verbose) {
         char line[2048];
-        plan_line(line, sizeof line, plan, topo, (uint32_t)local);
-        fprintf(stderr, "%s; node setup %.2f ms, task %.2f ms%s%s%s%s%s%s\n", line, setup_ms,
-                base_now_ns() / 1e6 - start, note[0] ? "; " : "", note, topo_note[0] ? "; " : "",
-                topo_note, mps_note[0] ? "; " : "", mps_note);
-        for (unsigned i = 0; local == 0 && i < plan->n_notes; i++)
-            fprintf(stderr, "cohort: note: %s\n", plan->notes[i]);
+        plan_line(line, sizeof line, st->plan, st->topo, (uint32_t)local);
+        fprintf(stderr, "%s; node setup %.2f ms, task %.2f ms%s%s%s%s%s%s\n", line,
+                st->setup_ms, base_now_ns() / 1e6 - start, note[0] ? "; " : "", note,
+                st->topo_note[0] ? "; " : "", st->topo_note, mps_note[0] ? "; " : "",
+                mps_note);
+        for (unsigned i = 0; local == 0 && i < st->plan->n_notes; i++)
+            fprintf(stderr, "cohort: note: %s\n", st->plan->notes[i]);
     }
     return 0;
 }
 
-/* slurmstepd, as each task is forked: its pid, for the node agent's watch. */
-int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
+void stepd_task_post_fork(spank_t sp)
 {
-    (void)ac;
-    (void)av;
+    struct stepd_state *st = &stepd;
     pid_t pid;
     int local;
-    if (store.up && spank_get_item(sp, S_TASK_ID, &local) == ESPANK_SUCCESS &&
+    if (st->store.up && spank_get_item(sp, S_TASK_ID, &local) == ESPANK_SUCCESS &&
         spank_get_item(sp, S_TASK_PID, &pid) == ESPANK_SUCCESS && local >= 0)
-        store_step_forked(&store, (uint32_t)local, pid);
-    return 0;
+        store_step_forked(&st->store, (uint32_t)local, pid);
 }
 
-/* slurmstepd, as each task ends: after the node's last one, the step's MPS
- * daemon stops (before the step is reported complete: when srun returns, it
- * is gone). */
-int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+void stepd_task_exit(spank_t sp)
 {
-    static uint32_t exited;
-    uint32_t local = 0;
-    (void)ac;
-    (void)av;
-    uint32_t rank;
+    struct stepd_state *st = &stepd;
+    uint32_t local = 0, rank;
     int status, task;
-    if (store.up && spank_get_item(sp, S_TASK_ID, &task) == ESPANK_SUCCESS &&
+    if (st->store.up && spank_get_item(sp, S_TASK_ID, &task) == ESPANK_SUCCESS &&
         spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS &&
         spank_get_item(sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
-        store_step_ended(&store, (uint32_t)task, rank, status);
-    if (mps.up && spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local) == ESPANK_SUCCESS &&
-        ++exited >= local)
-        mps_step_end(&mps);
-    return 0;
+        store_step_ended(&st->store, (uint32_t)task, rank, status);
+    if (st->mps.up && spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local) == ESPANK_SUCCESS &&
+        ++st->exited >= local)
+        mps_step_end(&st->mps);
 }
 
-int slurm_spank_exit(spank_t sp, int ac, char **av)
+void stepd_exit(void)
 {
-    (void)sp;
-    (void)ac;
-    (void)av;
-    mps_step_end(&mps);
-    store_step_end(&store);
-    job_opts_free();
+    struct stepd_state *st = &stepd;
     struct cohort_err err;
-    if (cache_stale && geteuid() == 0 && topo_cache_refresh(site_args.topology_cache, &err) < 0)
+    mps_step_end(&st->mps);
+    store_step_end(&st->store);
+    if (st->cache_stale && geteuid() == 0 &&
+        topo_cache_refresh(site_args.topology_cache, &err) < 0)
         slurm_verbose("cohort: %s", err.msg);
-    cache_stale = false;
-    plan_free(plan);
-    plan = NULL;
-    topology_free(topo);
-    topo = NULL;
-    step_free(&step);
-    free(srun_mode);
-    srun_mode = NULL;
-    return 0;
+    st->cache_stale = false;
+    plan_free(st->plan);
+    st->plan = NULL;
+    topology_free(st->topo);
+    st->topo = NULL;
+    step_free(&st->step);
+    free(st->srun_mode);
+    st->srun_mode = NULL;
 }
