@@ -263,7 +263,8 @@ static int add_span(struct journal *j, uint64_t lo, uint64_t hi, struct cohort_e
         return broken(j, err, COHORT_E_USAGE,
                       "journal %s: id %" PRIu64 " committed beyond the queue's %" PRIu64 " items",
                       j->path, hi - 1, j->n_items);
-    int rc = jspans_overlap(&j->replayed, lo, hi, &dup) ? 1 : jtree_add(&j->added, lo, hi, &dup);
+    int rc = base_runs_overlap(&j->replayed.runs, lo, hi, &dup)
+                 ? 1 : jtree_add(&j->added, lo, hi, &dup);
     if (rc > 0)
         return broken(j, err, COHORT_E_USAGE,
                       "journal %s: id %" PRIu64 " committed a second time", j->path, dup);
@@ -339,7 +340,7 @@ int journal_add_published(struct journal *j, uint64_t part, uint64_t data_len,
         for (k = i + 1; k < n && ids[k] == ids[k - 1] + 1; k++)
             ;
         uint64_t dup;
-        int rc = jspans_overlap(&j->replayed, ids[i], ids[k - 1] + 1, &dup)
+        int rc = base_runs_overlap(&j->replayed.runs, ids[i], ids[k - 1] + 1, &dup)
                      ? 1 : jtree_add(&j->added, ids[i], ids[k - 1] + 1, &dup);
         if (rc > 0)
             return broken(j, err, COHORT_E_USAGE,

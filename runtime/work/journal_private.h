@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base_runs.h"
 #include "base_sys.h"
 #include "journal.h"
 
@@ -71,22 +72,14 @@ extern const uint8_t jframe_mark[4];
 int jfile_open(const char *path, int writer, int *created, struct cohort_err *err);
 
 
-struct jrun {
-    uint64_t lo, hi; /* ids lo..hi-1 */
-};
-
-/* A set of ids as sorted, disjoint, non-adjacent runs: the ids committed
- * in a journal when a pass over it ended. */
+/* The ids committed in a journal when a pass over it ended (sorted runs,
+ * disjoint and never touching). */
 struct jspans {
-    struct jrun *r;
-    size_t n, cap;
+    struct base_runs runs;
     uint64_t count; /* ids in the set */
     uint64_t moved; /* spans added, sorted or merged into it: the tests' bound */
 };
 
-/* 1 when some of ids lo..hi-1 (lo < hi) are in s (*dup: the lowest such),
- * else 0. */
-int jspans_overlap(const struct jspans *s, uint64_t lo, uint64_t hi, uint64_t *dup);
 void jspans_free(struct jspans *s);
 
 /* A set of ids as disjoint runs in a balanced tree (an AA tree over an
@@ -107,7 +100,7 @@ struct jtree {
     uint64_t steps; /* nodes visited by adds: the tests' bound */
 };
 
-/* As jspans_overlap. */
+/* As base_runs_overlap. */
 int jtree_overlap(const struct jtree *t, uint64_t lo, uint64_t hi, uint64_t *dup);
 /* Adds ids lo..hi-1 (lo < hi): 0; 1 when some are in already (*dup: the
  * lowest such, nothing added); -1 when out of memory (nothing added). */

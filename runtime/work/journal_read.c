@@ -323,9 +323,9 @@ static int settle(struct jscan *s, struct gathering *c, struct cohort_err *err)
     int rc = jgather_settle(&c->g, &dup);
     if (rc != 0)
         return gathered(s, c, rc, dup, err);
-    for (size_t i = 0; s->fn && i < s->done->n; i++) {
-        struct journal_event ev = {.kind = JOURNAL_COMMITTED, .lo = s->done->r[i].lo,
-                                   .hi = s->done->r[i].hi};
+    for (size_t i = 0; s->fn && i < s->done->runs.n; i++) {
+        struct journal_event ev = {.kind = JOURNAL_COMMITTED, .lo = s->done->runs.r[i].lo,
+                                   .hi = s->done->runs.r[i].hi};
         if (s->fn(s->ctx, &ev, err) < 0)
             return -1;
     }
@@ -442,9 +442,9 @@ static int settle_aside(struct journal_summary *s, struct asides *c, const struc
         uint64_t id = a[i].key;
         if (i + 1 < c->n && a[i + 1].key == id)
             continue;
-        while (r < done->n && done->r[r].hi <= id)
+        while (r < done->runs.n && done->runs.r[r].hi <= id)
             r++;
-        if (r == done->n || done->r[r].lo > id)
+        if (r == done->runs.n || done->runs.r[r].lo > id)
             s->aside[s->n_aside++] = (struct journal_aside){id, (uint32_t)a[i].val};
     }
     free(tmp);

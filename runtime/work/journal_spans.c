@@ -11,33 +11,9 @@
 
 #define JGATHER_MIN 4096 /* spans that wait before a merge, at least */
 
-/* The first run that ends at or after id (s->n: none). */
-static size_t runs_from(const struct jspans *s, uint64_t id)
-{
-    size_t a = 0, b = s->n;
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (s->r[m].hi < id)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a;
-}
-
-int jspans_overlap(const struct jspans *s, uint64_t lo, uint64_t hi, uint64_t *dup)
-{
-    size_t i = runs_from(s, lo + 1); /* the first run that ends after lo */
-    if (i < s->n && s->r[i].lo < hi) {
-        *dup = s->r[i].lo > lo ? s->r[i].lo : lo;
-        return 1;
-    }
-    return 0;
-}
-
 void jspans_free(struct jspans *s)
 {
-    free(s->r);
+    base_runs_free(&s->runs);
     *s = (struct jspans){0};
 }
 
@@ -75,14 +51,11 @@ struct jpair *jsort(struct jpair *a, struct jpair *tmp, size_t n, uint64_t *move
 int jgather_add(struct jgather *g, uint64_t lo, uint64_t hi, uint64_t *dup)
 {
     struct jspans *s = g->done;
-    if (g->n == 0 && (s->n == 0 || lo >= s->r[s->n - 1].hi)) { /* above every id: in order */
-        if (s->n && s->r[s->n - 1].hi == lo) {
-            s->r[s->n - 1].hi = hi;
-        } else {
-            if (base_grow((void **)&s->r, &s->cap, s->n + 1, sizeof *s->r) < 0)
-                return -1;
-            s->r[s->n++] = (struct jrun){lo, hi};
-        }
+    struct base_runs *r = &s->runs;
+    if (g->n == 0 && (r->n == 0 || lo >= r->r[r->n - 1].hi)) { /* above every id: in order */
+        if (base_runs_reserve(r, 1) < 0)
+            return -1;
+        base_runs_add(r, lo, hi);
         s->count += hi - lo;
         s->moved++;
         return 0;
@@ -90,7 +63,7 @@ int jgather_add(struct jgather *g, uint64_t lo, uint64_t hi, uint64_t *dup)
     if (base_grow((void **)&g->p, &g->cap, g->n + 1, sizeof *g->p) < 0)
         return -1;
     g->p[g->n++] = (struct jpair){lo, hi};
-    return g->n >= JGATHER_MIN && g->n >= s->n / 4 ? jgather_settle(g, dup) : 0;
+    return g->n >= JGATHER_MIN && g->n >= r->n / 4 ? jgather_settle(g, dup) : 0;
 }
 
 /* Merges the m spans sorted at p into s's runs, in place from the top (s
@@ -98,24 +71,25 @@ int jgather_add(struct jgather *g, uint64_t lo, uint64_t hi, uint64_t *dup)
  * two of them. */
 static int merge(struct jspans *s, const struct jpair *p, size_t m, uint64_t *dup)
 {
-    size_t i = s->n, k = m, w = s->n + m; /* r[w..] holds what is merged; w >= i + k */
+    struct base_runs *r = &s->runs;
+    size_t i = r->n, k = m, w = r->n + m; /* r[w..] holds what is merged; w >= i + k */
     while (i > 0 || k > 0) {
-        int run = k == 0 || (i > 0 && s->r[i - 1].lo > p[k - 1].key);
-        uint64_t lo = run ? s->r[i - 1].lo : p[k - 1].key, hi = run ? s->r[i - 1].hi : p[k - 1].val;
+        int run = k == 0 || (i > 0 && r->r[i - 1].lo > p[k - 1].key);
+        uint64_t lo = run ? r->r[i - 1].lo : p[k - 1].key, hi = run ? r->r[i - 1].hi : p[k - 1].val;
         i -= run;
         k -= !run;
-        if (w < s->n + m && hi > s->r[w].lo) { /* pieces come by descending lo */
-            *dup = s->r[w].lo;
+        if (w < r->n + m && hi > r->r[w].lo) { /* pieces come by descending lo */
+            *dup = r->r[w].lo;
             return 1;
         }
-        if (w < s->n + m && hi == s->r[w].lo)
-            s->r[w].lo = lo;
+        if (w < r->n + m && hi == r->r[w].lo)
+            r->r[w].lo = lo;
         else
-            s->r[--w] = (struct jrun){lo, hi};
+            r->r[--w] = (struct base_run){lo, hi};
     }
-    memmove(s->r, s->r + w, (s->n + m - w) * sizeof *s->r);
-    s->moved += 2 * (s->n + m) - w;
-    s->n = s->n + m - w;
+    memmove(r->r, r->r + w, (r->n + m - w) * sizeof *r->r);
+    s->moved += 2 * (r->n + m) - w;
+    r->n = r->n + m - w;
     return 0;
 }
 
@@ -125,7 +99,7 @@ int jgather_settle(struct jgather *g, uint64_t *dup)
     if (g->n == 0)
         return 0;
     if (base_grow((void **)&g->tmp, &g->tmp_cap, g->n, sizeof *g->tmp) < 0 ||
-        base_grow((void **)&s->r, &s->cap, s->n + g->n, sizeof *s->r) < 0)
+        base_runs_reserve(&s->runs, g->n) < 0)
         return -1;
     const struct jpair *p = jsort(g->p, g->tmp, g->n, &s->moved);
     uint64_t ids = 0;

@@ -1,5 +1,5 @@
 /* sched.c - the scheduler's queue of ranges, its small containers (growth,
- * the ring of segments, sorted range sets, a worker's leases), creation, resume from a
+ * the ring of segments, a worker's leases), creation, resume from a
  * journal's committed ids, and the status and report counters (see
  * work_sched.h). */
 #include "sched_private.h"
@@ -58,51 +58,6 @@ void segq_push_front(struct segq *q, uint64_t lo, uint64_t hi, uint32_t attempts
     q->len++;
 }
 
-int rangeset_reserve(struct rangeset *rs, size_t more)
-{
-    return base_grow((void **)&rs->r, &rs->cap, rs->n + more, sizeof *rs->r);
-}
-
-/* The first range whose end is at or after id. */
-static size_t rangeset_lower(const struct rangeset *rs, uint64_t id)
-{
-    size_t a = 0, b = rs->n;
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (rs->r[m].hi < id)
-            a = m + 1;
-        else
-            b = m;
-    }
-    return a;
-}
-
-void rangeset_add(struct rangeset *rs, uint64_t lo, uint64_t hi)
-{
-    size_t i = rangeset_lower(rs, lo), j = i;
-    while (j < rs->n && rs->r[j].lo <= hi) {
-        if (rs->r[j].lo < lo)
-            lo = rs->r[j].lo;
-        if (rs->r[j].hi > hi)
-            hi = rs->r[j].hi;
-        j++;
-    }
-    if (j == i) {
-        memmove(&rs->r[i + 1], &rs->r[i], (rs->n - i) * sizeof *rs->r);
-        rs->n++;
-    } else {
-        memmove(&rs->r[i + 1], &rs->r[j], (rs->n - j) * sizeof *rs->r);
-        rs->n -= j - i - 1;
-    }
-    rs->r[i] = (struct sched_span){lo, hi};
-}
-
-uint64_t rangeset_end(const struct rangeset *rs, uint64_t id)
-{
-    size_t i = rangeset_lower(rs, id + 1);
-    return i < rs->n && rs->r[i].lo <= id ? rs->r[i].hi : 0;
-}
-
 int sched_create(uint64_t n_items, unsigned n_workers, const struct sched_opts *opts,
                  struct sched **out, struct cohort_err *err)
 {
@@ -145,7 +100,7 @@ void sched_destroy(struct sched *s)
         for (size_t l = 0; l < s->w[i].caplease; l++)
             free(s->w[i].leases[l].segs);
         free(s->w[i].leases);
-        free(s->w[i].revoked.r);
+        base_runs_free(&s->w[i].revoked);
     }
     free(s->w);
     free(s->q.buf);

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "base_runs.h"
 #include "base_sys.h"
 #include "work_sched.h"
 
@@ -35,17 +36,10 @@ struct segq {
     size_t cap, head, len;
 };
 
-/* Sorted disjoint ranges (a worker's ids taken back: its late commit is
- * STALE). */
-struct rangeset {
-    struct sched_span *r;
-    size_t n, cap;
-};
-
 struct worker {
     struct lease *leases;   /* nlease in use; up to caplease kept with their buffers */
     size_t nlease, caplease;
-    struct rangeset revoked;
+    struct base_runs revoked; /* its ids taken back: its late commit of them is STALE */
     double rate;            /* items per ms; 0: not measured */
     int64_t busy_since;     /* start of the interval the next commit measures */
     uint64_t pending;       /* items done in intervals too short to measure so far */
@@ -90,11 +84,6 @@ void segq_pop(struct segq *q);
  * segq_reserve(q, 1) first. */
 void segq_push_front(struct segq *q, uint64_t lo, uint64_t hi, uint32_t attempts);
 int lease_reserve(struct lease *l, size_t more);
-int rangeset_reserve(struct rangeset *rs, size_t more);
-/* Adds [lo,hi) (disjoint from what it holds); rangeset_reserve(rs, 1) first. */
-void rangeset_add(struct rangeset *rs, uint64_t lo, uint64_t hi);
-/* The end of the range holding id, or 0 when none does. */
-uint64_t rangeset_end(const struct rangeset *rs, uint64_t id);
 
 /* sched.c: SCHED_ENOMEM with its sentence */
 int sched_nomem(struct cohort_err *err);

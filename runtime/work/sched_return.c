@@ -96,7 +96,7 @@ static int take_back(struct sched *s, unsigned wi, struct lease *l, bool revoke)
         struct seg g = l->segs[l->nseg - 1];
         if (g.twin < 0 && requeue_reserve(s, g.attempts + 1) < 0)
             return -1;
-        if (revoke && rangeset_reserve(&wk->revoked, 1) < 0)
+        if (revoke && base_runs_reserve(&wk->revoked, 1) < 0)
             return -1;
         size_t mi;
         if (g.twin >= 0)
@@ -104,7 +104,7 @@ static int take_back(struct sched *s, unsigned wi, struct lease *l, bool revoke)
         else
             requeue(s, g.lo, g.hi, g.attempts + 1);
         if (revoke) {
-            rangeset_add(&wk->revoked, g.lo, g.hi);
+            base_runs_add(&wk->revoked, g.lo, g.hi);
             wk->st.expired += seg_len(&g);
         }
         l->held -= seg_len(&g);
@@ -166,14 +166,14 @@ static int commit_piece(struct sched *s, unsigned wi, struct lease *l, size_t si
                         uint64_t q)
 {
     int32_t t = l->segs[si].twin;
-    if (t >= 0 && rangeset_reserve(&s->w[t].revoked, 1) < 0)
+    if (t >= 0 && base_runs_reserve(&s->w[t].revoked, 1) < 0)
         return -1;
     if (isolate(s, l, &si, p, q) < 0)
         return -1;
     if (t >= 0) { /* the other copy loses: its holder's commit is STALE */
         size_t mi;
         struct lease *m = mirror(s, &l->segs[si], &mi);
-        rangeset_add(&s->w[t].revoked, p, q);
+        base_runs_add(&s->w[t].revoked, p, q);
         seg_remove(&s->w[t], m, mi);
     }
     seg_remove(&s->w[wi], l, si);
@@ -239,7 +239,7 @@ static int apply(struct sched *s, unsigned wi, const uint64_t *ids, size_t n, pi
             len = run_len(ids, i, n, l->segs[si].hi);
             if (fn(s, wi, l, si, p, p + len) < 0)
                 return SCHED_ENOMEM;
-        } else if (p < s->n && (end = rangeset_end(&wk->revoked, p)) != 0) {
+        } else if (p < s->n && (end = base_runs_end(&wk->revoked, p)) != 0) {
             len = run_len(ids, i, n, end);
             code = SCHED_V_STALE;
         } else {

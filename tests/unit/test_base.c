@@ -1,13 +1,15 @@
-/* test_base.c - layer 0's strict decimal parser, hex codec, array growth
- * and whole-buffer I/O: the edges its callers (ports, counts, hostlists,
+/* test_base.c - layer 0's strict decimal parser, hex codec, array growth,
+ * whole-buffer I/O and sorted runs of ids: the edges its callers (ports, counts, hostlists,
  * the step's numbers, secrets, the journal) rely on. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base_runs.h"
 #include "base_sys.h"
 #include "base_text.h"
 #include "tap.h"
@@ -109,10 +111,75 @@ static void grow_and_io(void)
        "the clock in ms lies between two readings in ns");
 }
 
+/* Adds lo..hi-1 to s (room made first): 0, or -1 when out of memory. */
+static int add(struct base_runs *s, uint64_t lo, uint64_t hi)
+{
+    if (base_runs_reserve(s, 1) < 0)
+        return -1;
+    base_runs_add(s, lo, hi);
+    return 0;
+}
+
+/* Whether s holds exactly the runs want[0..n-1] (pairs lo, hi). */
+static int runs_are(const struct base_runs *s, const uint64_t *want, size_t n)
+{
+    if (s->n != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (s->r[i].lo != want[2 * i] || s->r[i].hi != want[2 * i + 1])
+            return 0;
+    return 1;
+}
+
+static void runs(void)
+{
+    struct base_runs s = {0};
+    int rc = add(&s, 10, 20) | add(&s, 30, 40) | add(&s, 50, 60);
+    ok(rc == 0 && runs_are(&s, (uint64_t[]){10, 20, 30, 40, 50, 60}, 3),
+       "disjoint runs added in order stay apart, sorted");
+    rc = add(&s, 0, 5) | add(&s, 60, 62) | add(&s, 25, 27);
+    ok(rc == 0 && runs_are(&s, (uint64_t[]){0, 5, 10, 20, 25, 27, 30, 40, 50, 62}, 5),
+       "a run below all goes first, one touching the last extends it, one between goes between");
+    rc = add(&s, 20, 25);
+    ok(rc == 0 && runs_are(&s, (uint64_t[]){0, 5, 10, 27, 30, 40, 50, 62}, 4),
+       "a run touching both neighbours merges the three");
+    rc = add(&s, 3, 55);
+    ok(rc == 0 && runs_are(&s, (uint64_t[]){0, 62}, 1),
+       "a run overlapping several merges them all into one");
+    rc = add(&s, 100, 110) | add(&s, 70, 80);
+    ok(rc == 0 && runs_are(&s, (uint64_t[]){0, 62, 70, 80, 100, 110}, 3),
+       "a run added below the last one goes before it");
+    ok(base_runs_end(&s, 0) == 62 && base_runs_end(&s, 61) == 62 && base_runs_end(&s, 62) == 0 &&
+       base_runs_end(&s, 69) == 0 && base_runs_end(&s, 79) == 80 && base_runs_end(&s, 80) == 0,
+       "the end of the run holding an id, 0 for an id in none (the first past a run's end too)");
+    uint64_t first = 0;
+    ok(base_runs_overlap(&s, 62, 70, &first) == 0 && base_runs_overlap(&s, 80, 100, &first) == 0,
+       "the gaps between runs, ends excluded, overlap nothing");
+    ok(base_runs_overlap(&s, 65, 75, &first) == 1 && first == 70,
+       "a span reaching into a run overlaps it from the run's first id");
+    ok(base_runs_overlap(&s, 75, 200, &first) == 1 && first == 75,
+       "a span starting inside a run overlaps it from the span's first id");
+    ok(base_runs_from(&s, 0) == 0 && base_runs_from(&s, 62) == 0 && base_runs_from(&s, 63) == 1 &&
+       base_runs_from(&s, 111) == 3, "the lower bound: the first run ending at or after an id");
+    struct keyed {
+        uint32_t pad;
+        uint64_t key;
+    } v[] = {{1, 5}, {2, 7}, {3, 7}, {4, 9}};
+    size_t off = offsetof(struct keyed, key);
+    size_t at[] = {base_lower_bound(v, 4, sizeof *v, off, 7),
+                   base_lower_bound(v, 4, sizeof *v, off, 10),
+                   base_lower_bound(v, 0, sizeof *v, off, 0)};
+    ok(at[0] == 1 && at[1] == 4 && at[2] == 0,
+       "the search over a struct's field: the first of equal keys, past the end, an empty array");
+    base_runs_free(&s);
+    ok(s.r == NULL && s.n == 0 && s.cap == 0, "freed runs are the empty set");
+}
+
 int main(void)
 {
     decimals();
     hex();
     grow_and_io();
+    runs();
     return tap_done();
 }

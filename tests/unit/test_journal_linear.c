@@ -41,7 +41,7 @@ static int pass(const char *p, struct cost *c, struct jspans *done, struct cohor
                           .key = hdr.key, .done = done};
         rc = jscan_records(&s, err);
         *c = (struct cost){c->size, s.bytes_read + JHDR_LEN, done->moved, done->count,
-                           c->size - s.end, done->n};
+                           c->size - s.end, done->runs.n};
     }
     close(fd);
     return rc;
@@ -181,7 +181,7 @@ static void test_shuffled(void)
     commit_in_frames(at("shuf"), 2 * N, ids, k);
     int rc = pass(at("shuf"), &c, &done, &err), same = 1;
     for (uint64_t id = 0; rc == 0 && id < 2 * N; id++)
-        same &= jspans_overlap(&done, id, id + 1, &d) == in[id];
+        same &= base_runs_overlap(&done.runs, id, id + 1, &d) == in[id];
     ok(rc == 0 && same && c.committed == count && c.runs == runs &&
            c.moved <= 20 * (uint64_t)(k / 2),
        "%zu shuffled spans: exactly the %" PRIu64 " runs committed, %" PRIu64 " spans moved "
