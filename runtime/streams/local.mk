@@ -6,9 +6,11 @@
 ## stream sets).
 noinst_LTLIBRARIES += runtime/streams/libcohort_place.la
 runtime_streams_libcohort_place_la_SOURCES = runtime/streams/place.h \
-	runtime/streams/place_private.h runtime/streams/place.c runtime/streams/place_own.c \
-	runtime/streams/place_ring.c runtime/streams/place_tree.c \
-	runtime/streams/place_move.c
+	runtime/streams/place_types.h runtime/streams/place.c \
+	runtime/streams/place_move.c runtime/streams/place_move.h \
+	runtime/streams/place_own.c runtime/streams/place_own.h \
+	runtime/streams/place_ring.c runtime/streams/place_ring.h \
+	runtime/streams/place_tree.c runtime/streams/place_tree.h
 runtime_streams_libcohort_place_la_LIBADD = -lm
 
 ## The placement against modulo and unbounded consistent hashing

@@ -4,7 +4,10 @@
  * (workers coming and going, leases, bounds), place_own.c (the streams by
  * key, their ownership, each worker's lists of them), place_ring.c (the
  * ring) and place_tree.c (the tree over the workers' loads). */
-#include "place_private.h"
+#include "place_move.h"
+#include "place_own.h"
+#include "place_ring.h"
+#include "place_tree.h"
 
 #include <math.h>
 #include <stdlib.h>

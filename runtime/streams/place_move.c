@@ -4,7 +4,10 @@
  * the tree (place_tree.c) and a worker's streams through its lists
  * (place_own.c), in the order the scans of all workers and all streams
  * took them. */
-#include "place_private.h"
+#include "place_move.h"
+#include "place_own.h"
+#include "place_ring.h"
+#include "place_tree.h"
 
 #include <math.h>
 #include <stdlib.h>

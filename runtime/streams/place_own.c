@@ -6,7 +6,9 @@
  * place.c (the calls) and place_move.c (workers coming and going); it
  * calls only place_ring.c and place_tree.c. */
 #include "base_sys.h"
-#include "place_private.h"
+#include "place_own.h"
+#include "place_ring.h"
+#include "place_tree.h"
 
 #include <math.h>
 #include <stdlib.h>

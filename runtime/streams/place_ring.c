@@ -6,7 +6,9 @@
  * (place_tree.c) which workers may have room and takes the one the walk
  * would meet first; with none, the least loaded comes from the tree too
  * when the stream is one of the cheapest. */
-#include "place_private.h"
+#include "base_runs.h"
+#include "place_ring.h"
+#include "place_tree.h"
 
 #include <float.h>
 #include <math.h>
@@ -149,14 +151,8 @@ int place_ring_sync(struct place *p)
 /* The index of the first point at or after hash (wrapping to 0). */
 static size_t start_of(const struct place *p, uint64_t hash)
 {
-    size_t a = 0, b = p->npoints;
-    while (a < b) {
-        size_t m = a + (b - a) / 2;
-        if (p->ring[m].h < hash)
-            a = m + 1;
-        else
-            b = m;
-    }
+    size_t a = base_lower_bound(p->ring, p->npoints, sizeof *p->ring, offsetof(struct point, h),
+                                hash);
     return a == p->npoints ? 0 : a;
 }
 

@@ -42,7 +42,7 @@
  * reported load, its bound and its rep are normal doubles (capacities are
  * at most PLACE_MAX_CAPACITY), so rep > t x (1 - 1e-9) lets it through;
  * otherwise every live worker (-inf). */
-#include "place_private.h"
+#include "place_tree.h"
 
 #include <float.h>
 #include <math.h>
