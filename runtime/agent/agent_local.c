@@ -170,8 +170,11 @@ static void parse(struct agent *a, struct client *c)
         }
         off += (size_t)used;
     }
-    memmove(c->in, c->in + off, c->in_len - off);
-    c->in_len -= off;
+    /* What was parsed leaves the buffer; an empty one may have none yet. */
+    if (off) {
+        memmove(c->in, c->in + off, c->in_len - off);
+        c->in_len -= off;
+    }
 }
 
 void agent_local_serve(struct agent *a, size_t i, unsigned events)
