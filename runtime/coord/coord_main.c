@@ -6,11 +6,13 @@
  * soft one raised to the hard one), listens on a TCP port of its own (any
  * address, a port the kernel picks), writes
  * that port as one line on standard output ("error WHY" when it cannot
- * start), and serves the queue (work_service.h), the stream set (streams_service.h) or the
- * step's store (store_service.h, on the port its record names) until it is
- * done or no worker (agent) is left. With a relay's record it is that
- * node's relay instead, started by the node's first rank, and the node's
- * relay process for the step's later queues and sets (host.h). Exit
+ * start), and serves the queue (work_service.h), the stream set
+ * (streams_service.h) or the step's store (store_service.h, on the port
+ * its record names) until it is done or no worker (agent) is left: each
+ * service started the same way, through its table (coord_service.h).
+ * With a relay's record it is that node's relay instead, started by the
+ * node's first rank, and the node's relay process for the step's later
+ * queues and sets (host.h). Exit
  * status: 0 every item done (every worker closed the set; a relay: its
  * coordinator ended), 1 workers left before, 2 it could not start or failed
  * (one line on standard error). */
@@ -23,11 +25,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "work_service.h"
+#include "coord_service.h"
 #include "coord_start.h"
 #include "host.h"
-#include "streams_service.h"
 #include "store_service.h"
+#include "streams_service.h"
+#include "work_service.h"
 
 #define RECORD_MAX (64u << 20)
 
@@ -64,58 +67,32 @@ static int listen_and_tell(const struct coord_config *cfg, const struct net_ops 
     return coord_started(port, NULL, err);
 }
 
-/* A work queue: 0 every item done, 1 workers left before, -1 failed, -2
- * could not start (err says why). */
-static int queue(const struct coord_config *cfg, struct cohort_err *err)
+/* The service of cfg's kind (its start record is not a relay's). */
+static const struct coord_service_ops *service_of(const struct coord_config *cfg)
 {
-    struct coord *co = NULL;
-    struct net *net = NULL;
-    int rc = -2;
-    if (coord_new(cfg, &co, err) == 0) {
-        struct net_ops ops = {.ctx = co, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
-                              .admit = coord_admit};
-        if (listen_and_tell(cfg, &ops, &net, err) == 0) {
-            coord_attach(co, net);
-            rc = coord_run(co, err);
-        }
-    }
-    coord_free(co);
-    net_free(net);
-    return rc;
+    return cfg->kind == COORD_STORE     ? &store_service_ops
+           : cfg->kind == COORD_STREAMS ? &streams_service_ops
+                                        : &work_service_ops;
 }
 
-/* A stream set: 0 every worker closed it, 1 some were lost, -1 failed, -2
- * could not start (err says why). */
-static int streams(const struct coord_config *cfg, struct cohort_err *err)
+/* Serves cfg with service s: its peers' connections checked against the
+ * open-file limit (every one at the top of the relays' tree holds one of
+ * its own: when they cannot all fit, every rank is told at once, not left
+ * out until its deadline), then new, a listener with its admit, run, free.
+ * s's run's result, or -2 when it could not start (err says why). */
+static int serve(const struct coord_service_ops *s, const struct coord_config *cfg,
+                 struct cohort_err *err)
 {
-    struct scoord *sc = NULL;
+    void *svc = NULL;
     struct net *net = NULL;
     int rc = -2;
-    if (scoord_new(cfg, &sc, err) == 0) {
-        struct net_ops ops = {.ctx = sc, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
-                              .admit = scoord_admit};
+    if (net_fd_check(peers_of(cfg), s->who, s->conns, err) == 0 && s->new(cfg, &svc, err) == 0) {
+        struct net_ops ops = {.ctx = svc, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
+                              .admit = s->admit};
         if (listen_and_tell(cfg, &ops, &net, err) == 0)
-            rc = scoord_run(sc, net, err);
+            rc = s->run(svc, net, err);
     }
-    scoord_free(sc);
-    net_free(net);
-    return rc;
-}
-
-/* The step's store: 0 served until its agents are gone, -1 failed, -2
- * could not start (err says why). */
-static int store(const struct coord_config *cfg, struct cohort_err *err)
-{
-    struct store_holder *sh = NULL;
-    struct net *net = NULL;
-    int rc = -2;
-    if (store_holder_new(cfg, &sh, err) == 0) {
-        struct net_ops ops = {.ctx = sh, .max_payload = WIRE_MAX_PAYLOAD_DEFAULT,
-                              .admit = store_holder_admit};
-        if (listen_and_tell(cfg, &ops, &net, err) == 0)
-            rc = store_holder_run(sh, net, err);
-    }
-    store_holder_free(sh);
+    s->free(svc);
     net_free(net);
     return rc;
 }
@@ -139,34 +116,23 @@ int main(void)
     struct cohort_err err;
     int rc = -2;
     ignore_warnings();
-    /* every relay at the top of the relays' tree holds a connection of its
-     * own: when they cannot all fit, every rank is told at once, not left
-     * out until its deadline */
     int got = record(&cfg, &err);
     if (got == 0 && cfg.kind == COORD_RELAY) {
         rc = host_main(&cfg); /* its lines said */
         coord_config_free(&cfg);
         return rc;
     }
-    if (got == 0 && cfg.kind == COORD_STORE) {
-        if (net_fd_check(peers_of(&cfg), "the store holder", "node agents, one connection each",
-                         &err) == 0)
-            rc = store(&cfg, &err);
-    } else if (got == 0 &&
-               net_fd_check(peers_of(&cfg), "the work coordinator",
-                            "node relays, one connection each", &err) == 0) {
-        rc = cfg.kind == COORD_STREAMS ? streams(&cfg, &err) : queue(&cfg, &err);
-    }
+    const struct coord_service_ops *s = service_of(&cfg);
+    if (got == 0)
+        rc = serve(s, &cfg, &err);
     if (rc == -2) {
         printf("error %s\n", err.msg); /* the starting rank's failure, on every rank */
         fflush(stdout);
         rc = 2;
     } else if (rc < 0) {
         rc = 2;
-        fprintf(stderr, "cohort: the coordinator of %s '%s' failed: %s\n",
-                cfg.kind == COORD_STREAMS ? "stream set"
-                : cfg.kind == COORD_STORE ? "store" : "queue",
-                cfg.name, err.msg);
+        fprintf(stderr, "cohort: the coordinator of %s '%s' failed: %s\n", s->name, cfg.name,
+                err.msg);
     }
     coord_config_free(&cfg);
     return rc;

@@ -101,8 +101,8 @@ static int reply(void *ctx, uint64_t client, const uint8_t *p, size_t len)
     return sh->oom ? -1 : 0;
 }
 
-int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
-                     struct cohort_err *err)
+/* The store service's new (coord_service.h): an empty store. */
+static int service_new(const struct coord_config *cfg, void **out, struct cohort_err *err)
 {
     struct store_holder *sh = calloc(1, sizeof *sh);
     *out = sh;
@@ -116,8 +116,9 @@ int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
     return 0;
 }
 
-void store_holder_free(struct store_holder *sh)
+static void service_free(void *svc)
 {
+    struct store_holder *sh = svc;
     if (!sh)
         return;
     store_kv_free(sh->kv);
@@ -129,10 +130,12 @@ void store_holder_free(struct store_holder *sh)
     free(sh);
 }
 
-enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, bool via_unix,
-                                  struct cohort_err *why)
+/* The store service's admit (coord_service.h): one agent per node of the
+ * step. */
+static enum net_admit service_admit(void *svc, const struct hs_hello *h, bool via_unix,
+                                    struct cohort_err *why)
 {
-    struct store_holder *sh = ctx;
+    struct store_holder *sh = svc;
     (void)via_unix; /* it listens on TCP alone */
     if (!coord_config_has_rank(sh->cfg, h))
         return NET_DROP;
@@ -338,8 +341,11 @@ static void on_events(struct store_holder *sh, struct net_event *ev, int n)
     }
 }
 
-int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err *err)
+/* The store service's run (coord_service.h): 0, or -1 with err (out of
+ * memory, the event loop). */
+static int service_run(void *svc, struct net *net, struct cohort_err *err)
 {
+    struct store_holder *sh = svc;
     sh->net = net;
     int64_t now = base_now_ms();
     while (sh->connected || (sh->came < sh->cfg->num_nodes && now < sh->join_by)) {
@@ -365,3 +371,7 @@ int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err
                 (long long)store_kv_size(sh->kv), sh->came, sh->cfg->num_nodes);
     return 0;
 }
+
+const struct coord_service_ops store_service_ops = {
+    .name = "store", .who = "the store holder", .conns = "node agents, one connection each",
+    .new = service_new, .admit = service_admit, .run = service_run, .free = service_free};

@@ -14,22 +14,12 @@
 #ifndef COHORT_STORE_SERVICE_H
 #define COHORT_STORE_SERVICE_H
 
-#include "coord_config.h"
-#include "error.h"
-#include "net.h"
+#include "coord_service.h"
 
-struct store_holder;
-
-int store_holder_new(const struct coord_config *cfg, struct store_holder **out,
-                     struct cohort_err *err);
-void store_holder_free(struct store_holder *sh);
-
-/* net's admit callback (ctx: the holder): one agent per node of the step. */
-enum net_admit store_holder_admit(void *ctx, const struct hs_hello *h, bool via_unix,
-                                  struct cohort_err *why);
-
-/* Serves until every agent that came has gone and the others are given up
- * (the join deadline). 0, or -1 with err (out of memory, the event loop). */
-int store_holder_run(struct store_holder *sh, struct net *net, struct cohort_err *err);
+/* The store service (coord_service.h), for a start record of the step's
+ * store: it serves until every agent that came has gone and the others
+ * are given up (the join deadline). Its run returns 0, or -1 with err (out
+ * of memory, the event loop). */
+extern const struct coord_service_ops store_service_ops;
 
 #endif

@@ -22,8 +22,9 @@ struct sworker {
 };
 
 struct scoord {
+    struct peers *peers;    /* the ranks, through the node relays (first: its admit,
+                             * coord_service_admit_relays, finds it here) */
     const struct coord_config *cfg;
-    struct peers *peers;    /* the ranks, through the node relays */
     struct peers_ops ops;   /* this file's: requests in, workers joining and lost, at now */
     int64_t now;            /* of this round's events */
     struct place *p;
@@ -38,7 +39,9 @@ static void on_joined(void *ctx, uint32_t r);
 static int on_frame(void *ctx, uint32_t r, const struct wire_frame *f);
 static void on_lost(void *ctx, uint32_t r);
 
-int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohort_err *err)
+/* The streams service's new (coord_service.h): the placement, the ranks
+ * through the relays. */
+static int service_new(const struct coord_config *cfg, void **out, struct cohort_err *err)
 {
     struct scoord *sc = calloc(1, sizeof *sc);
     *out = sc;
@@ -59,21 +62,15 @@ int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohor
     return 0;
 }
 
-void scoord_free(struct scoord *sc)
+static void service_free(void *svc)
 {
+    struct scoord *sc = svc;
     if (!sc)
         return;
     place_free(sc->p);
     peers_free(sc->peers);
     free(sc->w);
     free(sc);
-}
-
-enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
-                            struct cohort_err *why)
-{
-    struct scoord *sc = ctx;
-    return peers_admit(sc->peers, h, via_unix, why);
 }
 
 static void send_to(struct scoord *sc, uint32_t r, enum streams_op op, const void *p,
@@ -199,8 +196,11 @@ static void on_joined(void *ctx, uint32_t r)
     sc->connected++;
 }
 
-int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err)
+/* The streams service's run (coord_service.h): 0 when every worker closed
+ * the set, 1 when some were lost, -1 with err when out of memory. */
+static int service_run(void *svc, struct net *net, struct cohort_err *err)
 {
+    struct scoord *sc = svc;
     peers_attach(sc->peers, net);
     int64_t now = base_now_ms(), next = now;
     while (sc->connected || (sc->came < sc->cfg->size && now < sc->join_by)) {
@@ -229,3 +229,8 @@ int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err)
     }
     return sc->lost ? 1 : 0;
 }
+
+const struct coord_service_ops streams_service_ops = {
+    .name = "stream set", .who = "the work coordinator",
+    .conns = "node relays, one connection each", .new = service_new,
+    .admit = coord_service_admit_relays, .run = service_run, .free = service_free};

@@ -14,24 +14,13 @@
 #ifndef COHORT_STREAMS_SERVICE_H
 #define COHORT_STREAMS_SERVICE_H
 
-#include "coord_config.h"
-#include "error.h"
-#include "net.h"
+#include "coord_service.h"
 
-struct scoord;
-
-/* A coordinator for cfg (kept by reference: it must outlive it). */
-int scoord_new(const struct coord_config *cfg, struct scoord **out, struct cohort_err *err);
-void scoord_free(struct scoord *sc);
-
-/* net's admit callback for the coordinator's listener (ctx: the scoord). */
-enum net_admit scoord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
-                            struct cohort_err *why);
-
-/* Serves on net until every rank has come and gone (closed the set, or
+/* The streams service (coord_service.h), for a start record of a stream
+ * set: it serves until every rank has come and gone (closed the set, or
  * lost its connection), ranks that never came being waited for until the
- * join deadline. 0 when every worker closed the set, 1 when some were
- * lost, -1 with err when out of memory. */
-int scoord_run(struct scoord *sc, struct net *net, struct cohort_err *err);
+ * join deadline. Its run returns 0 when every worker closed the set, 1
+ * when some were lost, -1 with err when out of memory. */
+extern const struct coord_service_ops streams_service_ops;
 
 #endif

@@ -18,7 +18,9 @@ static void on_joined(void *ctx, uint32_t rank);
 static int on_frame(void *ctx, uint32_t rank, const struct wire_frame *f);
 static void on_lost(void *ctx, uint32_t rank);
 
-int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_err *err)
+/* The work service's new (coord_service.h): the scheduler, the journal
+ * replayed, the output directory opened. */
+static int service_new(const struct coord_config *cfg, void **out, struct cohort_err *err)
 {
     struct coord *co = calloc(1, sizeof *co);
     *out = co;
@@ -50,8 +52,9 @@ int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_
     return coord_output_open(co, err);
 }
 
-void coord_free(struct coord *co)
+static void service_free(void *svc)
 {
+    struct coord *co = svc;
     if (!co)
         return;
     coord_journal_close(co);
@@ -69,18 +72,19 @@ void coord_free(struct coord *co)
     free(co);
 }
 
-enum net_admit coord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
-                           struct cohort_err *why)
+/* The work service's run (coord_service.h): on net from now on. */
+static int service_run(void *svc, struct net *net, struct cohort_err *err)
 {
-    struct coord *co = ctx;
-    return peers_admit(co->peers, h, via_unix, why);
-}
-
-void coord_attach(struct coord *co, struct net *net)
-{
+    struct coord *co = svc;
     co->net = net;
     peers_attach(co->peers, net);
+    return coord_run(co, err);
 }
+
+const struct coord_service_ops work_service_ops = {
+    .name = "queue", .who = "the work coordinator", .conns = "node relays, one connection each",
+    .new = service_new, .admit = coord_service_admit_relays, .run = service_run,
+    .free = service_free};
 
 /* A commit or failure's answer (work_msg.h) for the scheduler's result rc
  * and v over co->ids[0..n-1] (with co->verdicts): the verdict (taken 0

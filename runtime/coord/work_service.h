@@ -16,9 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "coord_config.h"
-#include "error.h"
-#include "net.h"
+#include "coord_service.h"
 #include "work_msg.h"
 
 #define COORD_KEEPALIVE_MS 5000 /* a held request is answered within this */
@@ -26,26 +24,14 @@
 #define COORD_PROGRESS_MS 5000  /* verbose: a progress line this often */
 #define COORD_RECORD_MS 2000    /* the totals recorded in the journal at most this often */
 
-struct coord;
-
-/* A coordinator for cfg (kept by reference: it must outlive it), serving
- * on net (whose admit callback coord_admit must be). */
-int coord_new(const struct coord_config *cfg, struct coord **out, struct cohort_err *err);
-void coord_free(struct coord *co);
-
-/* net's admit callback for the coordinator's listener (ctx: the coord). */
-enum net_admit coord_admit(void *ctx, const struct hs_hello *h, bool via_unix,
-                           struct cohort_err *why);
-/* Serves on net from now on. */
-void coord_attach(struct coord *co, struct net *net);
-
-/* Serves until every rank has come and gone (closed the queue, or lost
+/* The work service (coord_service.h), for a start record of a queue: it
+ * serves until every rank has come and gone (closed the queue, or lost
  * its connection), ranks that never came being waited for until the
- * join deadline. Returns 0 when every item is committed or set aside, 1
- * when workers left before, -1 with err on a failure of the coordinator
- * itself (the journal cannot be written, a part cannot be published, out
- * of memory), which every worker still connected is told (WORK_STOPPED)
- * before it returns. */
-int coord_run(struct coord *co, struct cohort_err *err);
+ * join deadline. Its run returns 0 when every item is committed or set
+ * aside, 1 when workers left before, -1 with err on a failure of the
+ * coordinator itself (the journal cannot be written, a part cannot be
+ * published, out of memory), which every worker still connected is told
+ * (WORK_STOPPED) before it returns. */
+extern const struct coord_service_ops work_service_ops;
 
 #endif

@@ -38,11 +38,13 @@ struct worker {
 };
 
 struct coord {
+    struct peers *peers;    /* the ranks, through the node relays (first: its admit,
+                             * coord_service_admit_relays, finds it here) */
     const struct coord_config *cfg;
     struct sched *s;
     struct net *net;
-    struct peers *peers;    /* the ranks, through the node relays */
-    struct peers_ops ops;   /* work_service.c's: requests in, workers joining and lost, at co->now */
+    struct peers_ops ops;   /* work_service.c's: requests in, workers joining and lost,
+                             * at co->now */
     struct worker *w;       /* per rank */
     uint64_t *ids;          /* COORD_LEASE_MAX: one request's ids */
     uint8_t *spans;         /* and their spans */
@@ -77,6 +79,10 @@ struct coord {
     int64_t start_ms, join_by, next_wake, next_progress;
     uint64_t granted, last_committed;
 };
+
+/* work_service_loop.c: serves on co->net as the work service's run says
+ * (work_service.h). */
+int coord_run(struct coord *co, struct cohort_err *err);
 
 /* work_service_answer.c: a frame of op to rank (none when it is gone), the
  * queue's totals as op (WORK_TOTALS, WORK_CLOSED), why the coordinator
