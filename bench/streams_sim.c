@@ -11,7 +11,7 @@
  *   place_renew of its sender, its actions taken, then the call and its
  *   actions taken (streams_service.c, request). The coordinator takes ROUND
  *   requests a poll round; after each round the clock moves 1 ms and
- *   place_tick runs with its actions taken (scoord_run).
+ *   place_tick runs with its actions taken (the streams service's run).
  * - A node's death: node 1's 8 connections close (place_lost each, its
  *   actions taken: on_lost), then a poll round's place_tick.
  * - The node back: its 8 workers join again (a request each: renewal,

@@ -35,7 +35,9 @@ struct host {
     bool forever;                   /* serves as long as the process lives (host_serve) */
 };
 
-struct job {
+/* A relay's thread: the relay the process was started for, or one a rank
+ * of the node asked for over the node's socket. */
+struct relay_thread {
     struct host *h;
     bool first;                     /* the relay the process was started for */
     int fd;                         /* the asking rank's connection (not the first's) */
@@ -45,16 +47,16 @@ struct job {
 /* The record on the rank's connection, read to its end by the step's
  * join timeout, decoded and checked to be a relay's of this step and node
  * with this key. 0, or -1 with err. */
-static int take(struct job *j, struct cohort_err *err)
+static int take(struct relay_thread *rt, struct cohort_err *err)
 {
-    const struct coord_config *own = j->h->cfg;
-    int rc = coord_record_read(j->fd, base_now_ms() + (long long)own->join_timeout_s * 1000,
-                               HOST_RECORD_MAX, &j->cfg, err);
+    const struct coord_config *own = rt->h->cfg;
+    int rc = coord_record_read(rt->fd, base_now_ms() + (long long)own->join_timeout_s * 1000,
+                               HOST_RECORD_MAX, &rt->cfg, err);
     if (rc == -2)
         return cohort_fail(err, "the node's relay process could not read a record");
-    const struct auth_key *k = &j->cfg.key;
-    if (rc == 0 && (j->cfg.kind != COORD_RELAY || j->cfg.job != own->job ||
-                    j->cfg.step != own->step || j->cfg.node != own->node ||
+    const struct auth_key *k = &rt->cfg.key;
+    if (rc == 0 && (rt->cfg.kind != COORD_RELAY || rt->cfg.job != own->job ||
+                    rt->cfg.step != own->step || rt->cfg.node != own->node ||
                     k->kind != own->key.kind ||
                     memcmp(k->bytes, own->key.bytes, sizeof k->bytes) != 0 ||
                     strcmp(k->munge_socket, own->key.munge_socket) != 0))
@@ -66,15 +68,16 @@ static int take(struct job *j, struct cohort_err *err)
 
 /* The relay of cfg run, its descriptors counted with the others' (a
  * relay refused for them does not count). What relay_run returned. */
-static int run_relay(struct job *j, const struct coord_config *cfg, struct cohort_err *err)
+static int run_relay(struct relay_thread *rt, const struct coord_config *cfg,
+                     struct cohort_err *err)
 {
-    struct host *h = j->h;
+    struct host *h = rt->h;
     uint32_t need = relay_fds(cfg, true), others;
     pthread_mutex_lock(&h->mu);
     others = h->fds;
     h->fds += need;
     pthread_mutex_unlock(&h->mu);
-    int rc = relay_run(cfg, j->first ? NULL : &j->fd, others, err);
+    int rc = relay_run(cfg, rt->first ? NULL : &rt->fd, others, err);
     pthread_mutex_lock(&h->mu);
     h->fds -= need;
     pthread_mutex_unlock(&h->mu);
@@ -82,19 +85,19 @@ static int run_relay(struct job *j, const struct coord_config *cfg, struct cohor
 }
 
 /* A line to the asking rank (the first relay's: on standard output). */
-static void say(struct job *j, const char *line)
+static void say(struct relay_thread *rt, const char *line)
 {
-    if (j->first) {
+    if (rt->first) {
         printf("%s\n", line);
         fflush(stdout);
         return;
     }
-    if (j->fd < 0)
+    if (rt->fd < 0)
         return; /* told already (its telling failed): nothing more to say */
     char text[COHORT_ERR_LEN + 16];
     int n = snprintf(text, sizeof text, "%s\n", line);
     /* a rank that is gone has nobody to tell: the result is not looked at */
-    send(j->fd, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1,
+    send(rt->fd, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1,
          MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
@@ -102,33 +105,33 @@ static void say(struct job *j, const char *line)
  * ("busy WHY" when this process lacks descriptors for it: the rank then
  * starts a process of its own, with a limit of its own), one that failed
  * (-1) on standard error. */
-static void report(struct job *j, const struct coord_config *cfg, int rc,
+static void report(struct relay_thread *rt, const struct coord_config *cfg, int rc,
                    const struct cohort_err *err)
 {
     char line[COHORT_ERR_LEN + 8];
     if (rc == -2) {
-        bool busy = !j->first && err->code == COHORT_E_RESOURCE;
+        bool busy = !rt->first && err->code == COHORT_E_RESOURCE;
         snprintf(line, sizeof line, "%s %s", busy ? "busy" : "error", err->msg);
-        say(j, line);
+        say(rt, line);
     } else if (rc < 0) {
         fprintf(stderr, "cohort: the node relay of node %u failed: %s\n", cfg->node, err->msg);
     }
 }
 
-static void *job_main(void *arg)
+static void *relay_thread_main(void *arg)
 {
-    struct job *j = arg;
-    struct host *h = j->h;
+    struct relay_thread *rt = arg;
+    struct host *h = rt->h;
     struct cohort_err err = {0};
-    bool first = j->first;
-    const struct coord_config *cfg = first ? h->cfg : &j->cfg;
-    int rc = first || take(j, &err) == 0 ? run_relay(j, cfg, &err) : -2;
-    report(j, cfg, rc, &err);
-    if (j->fd >= 0)
-        close(j->fd);
+    bool first = rt->first;
+    const struct coord_config *cfg = first ? h->cfg : &rt->cfg;
+    int rc = first || take(rt, &err) == 0 ? run_relay(rt, cfg, &err) : -2;
+    report(rt, cfg, rc, &err);
+    if (rt->fd >= 0)
+        close(rt->fd);
     if (!first)
-        coord_config_free(&j->cfg);
-    free(j);
+        coord_config_free(&rt->cfg);
+    free(rt);
     pthread_mutex_lock(&h->mu);
     h->failed |= rc == -1 || (first && rc == -2); /* a later one refused was told so */
     if (--h->live == 0 && write(h->wake[1], "", 1) < 0) {
@@ -140,28 +143,28 @@ static void *job_main(void *arg)
 
 /* A thread for fd's record (first: the relay the process was started
  * for). false when none could be made (fd is then told busy and closed). */
-static bool spawn_job(struct host *h, bool first, int fd)
+static bool spawn_relay_thread(struct host *h, bool first, int fd)
 {
-    struct job *j = calloc(1, sizeof *j);
+    struct relay_thread *rt = calloc(1, sizeof *rt);
     pthread_attr_t at;
     pthread_t t;
     bool ok = false;
     pthread_mutex_lock(&h->mu);
-    if (j && h->live < HOST_RELAYS_MAX) {
-        *j = (struct job){.h = h, .first = first, .fd = fd};
+    if (rt && h->live < HOST_RELAYS_MAX) {
+        *rt = (struct relay_thread){.h = h, .first = first, .fd = fd};
         h->live++;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        ok = pthread_create(&t, &at, job_main, j) == 0;
+        ok = pthread_create(&t, &at, relay_thread_main, rt) == 0;
         pthread_attr_destroy(&at);
         if (!ok)
             h->live--;
     }
     pthread_mutex_unlock(&h->mu);
     if (!ok) {
-        free(j);
+        free(rt);
         if (!first) {
-            struct job no = {.fd = fd};
+            struct relay_thread no = {.fd = fd};
             say(&no, "busy the node's relay process cannot run another relay now (out of "
                      "threads, or 1024 at once)");
             close(fd);
@@ -185,7 +188,7 @@ static void accept_one(struct host *h)
         close(fd);
         return;
     }
-    spawn_job(h, false, fd);
+    spawn_relay_thread(h, false, fd);
 }
 
 /* Until the last relay has ended (the socket closed once none is left,
@@ -223,7 +226,7 @@ static int serve(struct host *h)
 static int alone(const struct coord_config *cfg)
 {
     struct cohort_err err = {0};
-    struct job first = {.first = true, .fd = -1};
+    struct relay_thread first = {.first = true, .fd = -1};
     int rc = relay_run(cfg, NULL, 0, &err);
     report(&first, cfg, rc, &err);
     return rc < 0 ? 2 : 0;
@@ -273,7 +276,7 @@ int host_main(const struct coord_config *cfg)
     if ((long)relay_fds(cfg, true) + HOST_OWN_FDS + NET_FD_SPARE > net_fd_limit() ||
         host_listen(cfg, 0) < 0)
         return alone(cfg);
-    if (spawn_job(&the_host, true, -1))
+    if (spawn_relay_thread(&the_host, true, -1))
         return serve(&the_host); /* the pipe and the lock last to the process's exit */
     unlisten(&the_host);
     return alone(cfg);
