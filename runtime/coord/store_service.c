@@ -1,6 +1,6 @@
-/* store_service.c - the step's store served to the node agents (see
- * store_service.h): their frames read, answered through the store, and what
- * each node may have unsent bounded. */
+/* store_service.c - serves the step's store to the node agents (see
+ * store_service.h). It reads their frames, answers them through the store,
+ * and bounds what each node may have unsent. */
 #include "store_service.h"
 
 #include <stdio.h>
@@ -11,17 +11,17 @@
 #include "store_msg.h"
 #include "wire.h"
 
-#define HOLDER_WAIT_MS 1000 /* the longest poll: the join deadline looked at this often */
-#define HOLDER_HELD_MS 1000 /* after a loss, a wait on one key this long is told of it */
+#define HOLDER_WAIT_MS 1000 /* The longest poll: the join deadline is checked this often. */
+#define HOLDER_HELD_MS 1000 /* After a loss, a wait on one key this long is told of it. */
 /* An agent's queries wait (in its connection, then in the kernel, then in
  * the agent) while this much of the holder's answers to it is unsent. */
 #define HOLDER_OUT_MAX (16u << 20)
-/* What the holder keeps unsent to one node at most: an answer or a watch's
- * message that would take it past this closes the client it is for (with
- * a line) instead of being queued. A node's queries are read while under
- * HOLDER_OUT_MAX and an answer is at most a frame, so what can pass it is
- * the messages to the node's watchers (of changes any node makes) and the
- * answers queued after them; the holder's memory is its keys and values
+/* The holder keeps at most this much unsent to one node: an answer or a
+ * watch's message that would take it past this closes the client it is for
+ * (with a line) instead of being queued. A node's queries are read while
+ * under HOLDER_OUT_MAX and an answer is at most a frame, so what can pass it
+ * is the messages to the node's watchers (of changes any node makes) and the
+ * answers queued after them. The holder's memory is thus its keys and values
  * and this much per node, whatever the clients watch or read. */
 #define HOLDER_NODE_MAX (HOLDER_OUT_MAX + WIRE_MAX_PAYLOAD_DEFAULT)
 
@@ -33,12 +33,12 @@ struct store_holder {
     struct net *net;
     struct store_kv *kv;
     struct net_conn **agent;  /* per node */
-    bool *claimed;            /* per node: an agent was admitted (one per node, ever) */
+    bool *claimed;            /* per node: whether an agent was admitted (one per node, ever) */
     uint32_t came, connected;
     int64_t join_by;
     bool oom;
     char gone[128];           /* the first rank (or node) gone before its time; "": none */
-    uint64_t *noted;          /* clients told of it already */
+    uint64_t *noted;          /* the clients told of it already */
     size_t n_noted, cap_noted;
     struct held *held;        /* the waits seen at the last look, and their keys */
     size_t n_held, cap_held;
@@ -49,19 +49,22 @@ struct store_holder {
     uint32_t n_held_back;
 };
 
-/* A client seen waiting for a key at a look (the store's own copy of the
- * key, which lives as long as the store: store_kv_waiters). */
+/* A held is a client seen waiting for a key at a look. The key is the
+ * store's own copy, which lives as long as the store (store_kv_waiters). */
 struct held {
     uint64_t client;
     const uint8_t *key;
 };
 
-/* A kv client: the agent's node and its number for the client. */
+/* Returns the kv client made of the agent's node and the agent's number
+ * for the client. */
 static uint64_t client_of(uint32_t node, uint32_t c)
 {
     return (uint64_t)node << 32 | c;
 }
 
+/* Sends a store message op with p to client's node; when memory runs out,
+ * the holder is marked out of memory. */
 static void send_agent(struct store_holder *sh, uint64_t client, enum store_msg_op op,
                        const void *p, size_t len)
 {
@@ -80,9 +83,10 @@ static void send_agent(struct store_holder *sh, uint64_t client, enum store_msg_
     free(b);
 }
 
-/* The store's answers and watch messages, each to its client's node
- * unless it would take what is unsent to the node past HOLDER_NODE_MAX:
- * then the client is closed, with a line, and the store told (1). */
+/* Sends the store's answers and watch messages, each to its client's node,
+ * unless one would take what is unsent to the node past HOLDER_NODE_MAX:
+ * then it closes the client with a line and returns 1 to tell the store.
+ * Returns 0 when sent, or -1 when out of memory. */
 static int reply(void *ctx, uint64_t client, const uint8_t *p, size_t len)
 {
     struct store_holder *sh = ctx;
@@ -101,7 +105,8 @@ static int reply(void *ctx, uint64_t client, const uint8_t *p, size_t len)
     return sh->oom ? -1 : 0;
 }
 
-/* The store service's new (coord_service.h): an empty store. */
+/* Makes the store service's holder with an empty store (coord_service.h's
+ * new). Returns 0, or -1 with err. */
 static int service_new(const struct coord_config *cfg, void **out, struct cohort_err *err)
 {
     struct store_holder *sh = calloc(1, sizeof *sh);
@@ -130,16 +135,15 @@ static void service_free(void *svc)
     free(sh);
 }
 
-/* The store service's admit (coord_service.h): one agent per node of the
- * step. */
+/* Admits one agent per node of the step (coord_service.h's admit). */
 static enum net_admit service_admit(void *svc, const struct hs_hello *h, bool via_unix,
                                     struct cohort_err *why)
 {
     struct store_holder *sh = svc;
-    (void)via_unix; /* it listens on TCP alone */
+    (void)via_unix; /* It listens on TCP alone. */
     if (!coord_config_has_rank(sh->cfg, h))
         return NET_DROP;
-    if (sh->claimed[h->node]) { /* two hellos may be proven in one round */
+    if (sh->claimed[h->node]) { /* Two hellos may be proven in one round. */
         cohort_fail_code(why, COHORT_E_CONFIG,
                          "node %u has had its store agent already", h->node);
         return NET_REFUSE;
@@ -148,7 +152,7 @@ static enum net_admit service_admit(void *svc, const struct hs_hello *h, bool vi
     return NET_ADMIT;
 }
 
-/* Whether client was told of sh->gone; marks it told. */
+/* Returns whether client was told of sh->gone, and marks it told. */
 static bool told(struct store_holder *sh, uint64_t client)
 {
     for (size_t i = 0; i < sh->n_noted; i++)
@@ -166,9 +170,9 @@ static bool told(struct store_holder *sh, uint64_t client)
     return false;
 }
 
-/* One look at a waiting client, after a loss: one that still waits for the
- * key it waited for at the last look (HOLDER_HELD_MS ago) is told once, in
- * its task's stderr, which key and what is gone; keys that are merely
+/* Looks at one waiting client after a loss. A client that still waits for
+ * the key it waited for at the last look (HOLDER_HELD_MS ago) is told once,
+ * in its task's stderr, which key and what is gone. Keys that are merely
  * late (set within the second) are never named. */
 static void look_at(void *ctx, uint64_t client, const uint8_t *key, size_t len)
 {
@@ -176,7 +180,7 @@ static void look_at(void *ctx, uint64_t client, const uint8_t *key, size_t len)
     bool again = false;
     for (size_t i = 0; i < sh->n_last && !again; i++)
         again = sh->held[i].client == client && sh->held[i].key == key;
-    if (sh->n_held + 1 > sh->cap_held) { /* the new look's list follows the old one's */
+    if (sh->n_held + 1 > sh->cap_held) { /* The new look's list follows the old one's. */
         size_t cap = 2 * (sh->n_held + 1) + 64;
         struct held *n = realloc(sh->held, cap * sizeof *n);
         if (!n)
@@ -197,19 +201,21 @@ static void look_at(void *ctx, uint64_t client, const uint8_t *key, size_t len)
                                                                          : sizeof line - 1);
 }
 
-/* The waits looked at: the last look's list, then this one's after it. */
+/* Looks at the waits. The list holds the last look's waits, then this
+ * one's after them; this look's then replace the last. */
 static void look(struct store_holder *sh, int64_t now)
 {
     size_t old = sh->n_last = sh->n_held;
     store_kv_waiters(sh->kv, look_at, sh);
-    if (sh->n_held > old) /* never from a null list (no waiter yet, nothing held) */
+    if (sh->n_held > old) /* Never from a null list (no waiter yet, nothing held). */
         memmove(sh->held, sh->held + old, (sh->n_held - old) * sizeof *sh->held);
     sh->n_held -= old;
     sh->n_last = 0;
     sh->next_look = now + HOLDER_HELD_MS;
 }
 
-/* Something is gone (the first thing gone is named): waits looked at. */
+/* Notes that something is gone (the first thing gone is named), and looks
+ * at the waits. */
 static void gone(struct store_holder *sh, const char *what)
 {
     if (!sh->gone[0]) {
@@ -218,7 +224,8 @@ static void gone(struct store_holder *sh, const char *what)
     }
 }
 
-/* One frame of node's agent: 0, or -1 when it is not one of the store's. */
+/* Handles one frame of node's agent. Returns 0, or -1 when it is not one
+ * of the store's. */
 static int request(struct store_holder *sh, uint32_t node, const struct wire_frame *f)
 {
     uint32_t c;
@@ -253,7 +260,7 @@ static int request(struct store_holder *sh, uint32_t node, const struct wire_fra
     return 0;
 }
 
-/* Whether node's frames are left unread now, or are read again. */
+/* Sets whether node's frames are left unread now (held) or read again. */
 static void hold_back(struct store_holder *sh, uint32_t node, bool held)
 {
     if (sh->held_back[node] == held)
@@ -265,22 +272,24 @@ static void hold_back(struct store_holder *sh, uint32_t node, bool held)
         sh->n_held_back--;
 }
 
+/* Closes node's agent, which is lost, ends its clients' waits and notes
+ * it gone. */
 static void lost(struct store_holder *sh, uint32_t node)
 {
     hold_back(sh, node, false);
     net_close(sh->net, sh->agent[node]);
     sh->agent[node] = NULL;
     sh->connected--;
-    store_kv_gone_group(sh->kv, node); /* its clients' waits end */
+    store_kv_gone_group(sh->kv, node); /* Its clients' waits end. */
     char text[96];
     snprintf(text, sizeof text, "the store agent of node %u is gone, its ranks with it", node);
     gone(sh, text);
 }
 
-/* Every whole frame node's agent sent, while what is unsent to it stays
- * under HOLDER_OUT_MAX (the rest is read once it is under again); all of
- * them when its connection closed, since they are its last (a departing
- * rank's final SET, which other nodes may wait for). */
+/* Handles every whole frame node's agent sent while what is unsent to it
+ * stays under HOLDER_OUT_MAX; the rest is read once it is under again. When
+ * its connection closed, it handles all of them, since they are its last
+ * (a departing rank's final SET, which other nodes may wait for). */
 static void serve(struct store_holder *sh, struct net_conn *c, bool closed)
 {
     struct wire_frame f;
@@ -305,23 +314,24 @@ static void serve(struct store_holder *sh, struct net_conn *c, bool closed)
     }
 }
 
-/* The nodes held back whose unsent answers are under HOLDER_OUT_MAX once
- * written as far as their sockets take them now are read again. Called
- * after each round and before each poll: the loop's own write (net_poll
- * writes what is queued before it waits) can bring a node under with no
- * event to follow when its frames are read already, and this write leaves
- * it only what the agent takes between the two. */
+/* Reads again the nodes held back whose unsent answers are under
+ * HOLDER_OUT_MAX once written as far as their sockets take them now. The
+ * loop calls it after each round and before each poll: its own write
+ * (net_poll writes what is queued before it waits) can bring a node under
+ * with no event to follow when its frames are read already, and this write
+ * leaves it only what the agent takes between the two. */
 static void resume(struct store_holder *sh)
 {
     for (uint32_t node = 0; sh->n_held_back && node < sh->cfg->num_nodes; node++) {
         struct net_conn *c = sh->agent[node];
         if (!sh->held_back[node] || (c->c.out_len && conn_flush(&c->c) < 0))
-            continue; /* a peer gone: its close is the loop's next event */
+            continue; /* A peer is gone: its close is the loop's next event. */
         if (c->c.out_len < HOLDER_OUT_MAX)
             serve(sh, c, false);
     }
 }
 
+/* Handles one round's events: agents that joined, then frames and closes. */
 static void on_events(struct store_holder *sh, struct net_event *ev, int n)
 {
     for (int i = 0; i < n; i++)
@@ -341,8 +351,9 @@ static void on_events(struct store_holder *sh, struct net_event *ev, int n)
     }
 }
 
-/* The store service's run (coord_service.h): 0, or -1 with err (out of
- * memory, the event loop). */
+/* Serves the store (coord_service.h's run) until no agent is connected and
+ * every node came or the join deadline passed. Returns 0, or -1 with err
+ * (out of memory, or the event loop failed). */
 static int service_run(void *svc, struct net *net, struct cohort_err *err)
 {
     struct store_holder *sh = svc;

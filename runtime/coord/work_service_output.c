@@ -1,12 +1,12 @@
 /* work_service_output.c - the work coordinator's side of published results
- * (cohort_work_commit_output): the output directory and its offers' folder
- * (output.h) opened and checked, a worker's offered part checked (a file
- * of this user's, as long as it says, never read) and recorded in the
- * journal with its commit, then, once the journal is synced, linked under
- * its part's name; at start the publications the journal holds are
- * finished (a crash between the sync and the link) and what no
- * publication names is cleared away. The coordinator links and deletes
- * files; it never reads or copies results.
+ * (cohort_work_commit_output). It opens and checks the output directory and
+ * its offers' folder (output.h). It checks a worker's offered part (a file
+ * of this user's, as long as it says, never read), records it in the
+ * journal with its commit and, once the journal is synced, links it under
+ * its part's name. At start it finishes the publications the journal holds
+ * (after a crash between the sync and the link) and clears away what no
+ * publication names. The coordinator links and deletes files; it never
+ * reads or copies results.
  *
  * Offers live in the offers' folder, .offers (this user's, 0700), never in
  * the directory itself, which may be open to readers (0755): no other user
@@ -18,11 +18,11 @@
  * Durability: the worker syncs its offer's bytes; the offers' folder is
  * synced before the journal records the round's offers (their names
  * survive a power loss once the record does), the directory after their
- * links. Publishing a part is a hard link of the offered file to its
- * part's name (the folder is on the directory's filesystem), then the
- * offered name unlinked: a link never replaces a file (an existing part
- * is never overwritten, on any filesystem), and a crash between the two
- * leaves both names, which the next start tells apart. */
+ * links. Publishing a part hard-links the offered file to its part's name
+ * (the folder is on the directory's filesystem), then unlinks the offered
+ * name. A link never replaces a file, so an existing part is never
+ * overwritten, on any filesystem; a crash between the two leaves both
+ * names, which the next start tells apart. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -42,6 +42,8 @@ _Static_assert(OUTPUT_TOKEN_LEN == JOURNAL_TOKEN_LEN &&
                    OUTPUT_TOKEN_LEN == sizeof((struct coord_pending *)0)->token,
                "one token length");
 
+/* Fails with err naming the output directory, what is wrong and errno e
+ * (none when 0). Returns -1. */
 static int out_fail(struct coord *co, struct cohort_err *err, const char *what, int e)
 {
     return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: %s%s%s",
@@ -49,10 +51,11 @@ static int out_fail(struct coord *co, struct cohort_err *err, const char *what, 
 }
 
 /* Opens the directory (made 0700 when missing; not through a symbolic
- * link): this user's, not writable by group or others, since whoever can
- * write it can plant or remove parts; then takes its lock, so that one
- * coordinator at a time publishes there, and opens its offers' folder
- * (made when missing). */
+ * link) and checks that it is this user's and not writable by group or
+ * others, since whoever can write it can plant or remove parts. Then it
+ * takes the directory's lock, so that one coordinator at a time publishes
+ * there, and opens its offers' folder (made when missing). Returns 0, or
+ * -1 with err. */
 static int open_dir(struct coord *co, struct cohort_err *err)
 {
     struct stat st;
@@ -95,7 +98,8 @@ int coord_output_replayed(struct coord *co, const struct journal_event *ev,
     return 0;
 }
 
-/* Links part p's offered file to its name and unlinks the offered one. */
+/* Links part p's offered file to its name and unlinks the offered one.
+ * Returns 0, or -1 with err. */
 static int publish(struct coord *co, const struct coord_pending *p, struct cohort_err *err)
 {
     char tmp[OUTPUT_NAME_MAX], part[OUTPUT_NAME_MAX], what[320];
@@ -113,8 +117,8 @@ static int publish(struct coord *co, const struct coord_pending *p, struct cohor
     return out_fail(co, err, what, e);
 }
 
-/* What the directory holds, listed once at start: offers' tokens (in the
- * offers' folder) and parts' numbers, sorted. */
+/* A listing holds what the directory holds, listed once at start: the
+ * offers' tokens (in the offers' folder) and the parts' numbers, sorted. */
 struct listing {
     uint8_t (*tok)[OUTPUT_TOKEN_LEN];
     bool *used;
@@ -133,8 +137,9 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The offers' tokens of folder dir_fd into l (and, with parts, the parts'
- * numbers): 0, -1 when it cannot be listed (errno), -2 out of memory. */
+/* Adds the offers' tokens of folder dir_fd to l (and, with parts, the
+ * parts' numbers). Returns 0, -1 when it cannot be listed (errno), or -2
+ * when out of memory. */
 static int scan(int dir_fd, struct listing *l, bool parts)
 {
     int fd = dup(dir_fd);
@@ -165,7 +170,8 @@ static int scan(int dir_fd, struct listing *l, bool parts)
     return rc < 0 ? -2 : 0;
 }
 
-/* Whether name a in folder a_fd and name b in folder b_fd are one file. */
+/* Returns whether name a in folder a_fd and name b in folder b_fd are one
+ * file. */
 static bool same_file(int a_fd, const char *a, int b_fd, const char *b)
 {
     struct stat x, y;
@@ -174,10 +180,10 @@ static bool same_file(int a_fd, const char *a, int b_fd, const char *b)
            x.st_ino == y.st_ino;
 }
 
-/* The offers an older cohort left in the directory itself (l's tokens),
- * moved into the offers' folder: each linked there, the folder synced,
- * then each old name removed (a crash in between leaves two names of one
- * file, which the next start moves again). */
+/* Moves the offers an older cohort left in the directory itself (l's
+ * tokens) into the offers' folder: it links each there, syncs the folder,
+ * then removes each old name. A crash in between leaves two names of one
+ * file, which the next start moves again. Returns 0, or -1 with err. */
 static int move_old_offers(struct coord *co, const struct listing *l, struct cohort_err *err)
 {
     char name[OUTPUT_NAME_MAX];
@@ -198,8 +204,8 @@ static int move_old_offers(struct coord *co, const struct listing *l, struct coh
     return 0;
 }
 
-/* The parts (and old offers, moved) of the directory, then the offers of
- * its folder. */
+/* Lists the parts of the directory into l (moving its old offers), then
+ * the offers of its folder, sorted. Returns 0, or -1 with err. */
 static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
 {
     int rc = scan(co->out_fd, l, true);
@@ -212,17 +218,18 @@ static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
         return out_fail(co, err, "cannot be listed", errno);
     if (rc < 0 || !(l->used = calloc(l->n_tok + 1, sizeof *l->used)))
         return cohort_fail(err, "out of memory listing output directory %s", co->cfg->output);
-    if (l->n_tok) /* never a null array, even for none */
+    if (l->n_tok) /* qsort never gets a null array, even for none. */
         qsort(l->tok, l->n_tok, sizeof *l->tok, cmp_tok);
     if (l->n_part)
         qsort(l->part, l->n_part, sizeof *l->part, cmp_u64);
     return 0;
 }
 
-/* A recorded publication at start: offered and not linked (a crash after
- * the sync): linked now; offered and linked (a crash between the two):
- * the offer's name removed, once it is the part's file; linked alone:
- * done; neither: lost by someone, refused. */
+/* Finishes a recorded publication at start. An offer not linked (a crash
+ * after the sync) is linked now. When both the offer and the part are
+ * there (a crash between the two), the offer's name is removed once it is
+ * the part's file. A part linked alone is done. When neither is there,
+ * someone lost them, and the start is refused. Returns 0, or -1 with err. */
 static int finish(struct coord *co, struct listing *l, const struct coord_pending *p,
                   struct cohort_err *err)
 {
@@ -249,10 +256,11 @@ static int finish(struct coord *co, struct listing *l, const struct coord_pendin
     return out_fail(co, err, what, 0);
 }
 
-/* At start, after the recorded publications: offers no record names were
- * never committed (their writer died, or the commit was not synced):
- * removed; a part numbered beyond the journal's is another queue's or an
- * old run's: refused. */
+/* Clears the directory at start, after the recorded publications. Offers
+ * that no record names were never committed (their writer died, or the
+ * commit was not synced), so they are removed. A part numbered beyond the
+ * journal's is another queue's or an old run's, so the start is refused.
+ * Returns 0, or -1 with err. */
 static int clear(struct coord *co, const struct listing *l, struct cohort_err *err)
 {
     char name[OUTPUT_NAME_MAX];
@@ -296,7 +304,8 @@ int coord_output_open(struct coord *co, struct cohort_err *err)
     return rc;
 }
 
-/* The offered file of token: this user's regular file of size bytes. */
+/* Checks that the offered file of token is this user's regular file, with
+ * one link, of size bytes. Returns 0, or -1 with why. */
 static int offered(struct coord *co, const uint8_t *token, uint64_t size, char *why,
                    size_t len)
 {

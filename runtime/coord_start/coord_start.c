@@ -1,5 +1,5 @@
-/* coord_start.c - a coordinator process started for a start record (see
- * coord_start.h). */
+/* coord_start.c - starts a coordinator process for a start record, and
+ * serves the started process's side of it (see coord_start.h). */
 #include "coord_start.h"
 
 #include <errno.h>
@@ -18,12 +18,12 @@
 
 #include "net.h"
 
-#define COORD_END_MS 2000 /* a coordinator given up on is reaped within this */
+#define COORD_END_MS 2000 /* A coordinator given up on is reaped within this (ms). */
 
 extern char **environ;
 
 /* Waits until fd is ready for events, or until end (ms; none when end <
- * 0): 1, 0 at end, -1. */
+ * 0). Returns 1 when ready, 0 at end, or -1 on an error. */
 static int ready(int fd, short events, long long end)
 {
     for (;;) {
@@ -35,11 +35,12 @@ static int ready(int fd, short events, long long end)
     }
 }
 
-/* Sends the start record on the coordinator's standard input (a
- * socket: never blocking, no SIGPIPE when the coordinator is gone), closes
- * it (or, when in and out are one socket, its sending half), and reads
- * the coordinator's one line (the port, or "error WHY"), all by end (ms).
- * 0, -1 when the coordinator closed its end first, -2 at end. */
+/* Sends the start record on the coordinator's standard input, closes it
+ * (or, when in and out are one socket, its sending half), and reads the
+ * coordinator's one line (the port, or "error WHY"), all by end (ms). The
+ * input is a socket so that sending never blocks and raises no SIGPIPE when
+ * the coordinator is gone. Returns 0, -1 when the coordinator closed its end
+ * first, or -2 at end. */
 static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end, char *line,
                 size_t cap)
 {
@@ -55,7 +56,7 @@ static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end,
         off += (size_t)n;
     }
     if (*in == out)
-        shutdown(out, SHUT_WR); /* one socket both ways: the record ends here */
+        shutdown(out, SHUT_WR); /* One socket goes both ways: the record ends here. */
     else
         close(*in);
     *in = -1;
@@ -76,17 +77,18 @@ static int talk(int *in, int out, const uint8_t *rec, size_t len, long long end,
     return 0;
 }
 
-/* What the coordinator's environment keeps of its starter's (docs/work.md): the
- * search path, for a COHORT_WORK_COORD that is a script; the loader's path,
- * for libraries installed out of its default places; the sanitizers'
- * options, for builds with them. Never the step's secret (the start record
- * carries the key) nor any other variable of the user's. */
+/* These are the variables of its starter's environment that the coordinator
+ * keeps (docs/work.md): the search path, for a COHORT_WORK_COORD that is a
+ * script; the loader's path, for libraries installed out of its default
+ * places; the sanitizers' options, for builds with them. It never keeps the
+ * step's secret (the start record carries the key) nor any other variable
+ * of the user's. */
 static const char *const coord_env[] = {"PATH", "LD_LIBRARY_PATH", "ASAN_OPTIONS",
                                         "LSAN_OPTIONS", "UBSAN_OPTIONS"};
 #define COORD_ENV_N (sizeof coord_env / sizeof *coord_env)
 
-/* The first entry of environ for each name of coord_env that is set, then
- * NULL. */
+/* Fills envp with the first entry of environ for each name of coord_env
+ * that is set, then NULL. */
 static void coord_environ(char *envp[COORD_ENV_N + 1])
 {
     size_t k = 0;
@@ -101,10 +103,10 @@ static void coord_environ(char *envp[COORD_ENV_N + 1])
     envp[k] = NULL;
 }
 
-/* path started in a session of its own (no signal to the starter's group
- * reaches it; it leads its own process group) with in and out as its
- * standard input and output, and the environment of coord_environ. 0 with
- * *pid, or an errno. */
+/* Starts path in a session of its own, with in and out as its standard
+ * input and output and the environment of coord_environ. Returns 0 with
+ * *pid, or an errno. The new session means that it leads its own process
+ * group, so no signal to the starter's group reaches it. */
 static int spawn(pid_t *pid, const char *path, int in, int out)
 {
     char *envp[COORD_ENV_N + 1];
@@ -125,8 +127,8 @@ static int spawn(pid_t *pid, const char *path, int in, int out)
     return e;
 }
 
-/* A started process's line into line: its port, and where it is reached
- * when addr is not NULL. Its length. */
+/* Writes a started process's line into line: its port and, when addr is
+ * not NULL, where it is reached. Returns the line's length. */
 static int start_line(char line[COORD_ADDR_LEN + 16], unsigned port, const char *addr)
 {
     return snprintf(line, COORD_ADDR_LEN + 16, "%u%s%s\n", port, addr ? " " : "",
@@ -148,8 +150,9 @@ int coord_started(unsigned port, const char *addr, struct cohort_err *err)
     return 0;
 }
 
-/* buf (n bytes of cap) grown to twice cap, the old copy wiped (a record
- * holds the key): the new buffer, or NULL (buf freed either way). */
+/* Grows buf (n bytes of cap) to twice cap and wipes the old copy, since a
+ * record holds the key. Returns the new buffer, or NULL; buf is freed
+ * either way. */
 static uint8_t *grow(uint8_t *buf, size_t n, size_t cap)
 {
     uint8_t *b = malloc(2 * cap);
@@ -160,8 +163,9 @@ static uint8_t *grow(uint8_t *buf, size_t n, size_t cap)
     return b;
 }
 
-/* fd's bytes up to its end (by end, ms; none when end < 0), fewer than
- * max: 0 with *out (malloc'd) and *len, or -1 (nothing kept). */
+/* Reads fd's bytes up to its end (by end, ms; none when end < 0), fewer
+ * than max. Returns 0 with *out (malloc'd) and *len, or -1 with nothing
+ * kept. */
 static int read_all(int fd, long long end, size_t max, uint8_t **out, size_t *len)
 {
     size_t cap = 4096, n = 0;
@@ -230,7 +234,8 @@ void coord_end(pid_t *pid)
     }
 }
 
-/* A start's line read (talk's rc and line): *port and a, or why. */
+/* Reads a start's line (talk's rc and line) into *port and a, or says in
+ * why what went wrong. */
 static void take_line(int rc, const char *line, const char *role, const char *path,
                       int timeout_s, uint16_t *port, char a[COORD_ADDR_LEN], char *why,
                       size_t len)
@@ -290,8 +295,9 @@ done:
     }
 }
 
-/* A connection to the node's relay process of cfg's step, when one
- * listens and is this user's (its pid in *pid): the descriptor, or -1. */
+/* Connects to the node's relay process of cfg's step, when one listens and
+ * is this user's. Returns the descriptor with the process's pid in *pid,
+ * or -1. */
 static int dial_host(const struct coord_config *cfg, pid_t *pid)
 {
     char name[COORD_NAME_MAX + 1];
@@ -328,7 +334,7 @@ void coord_start_relay(const struct coord_config *cfg, const char *path, int tim
         explicit_bzero(rec, rec_len);
         free(rec);
         close(fd);
-        *pid = 0; /* served by it: never this rank's to end */
+        *pid = 0; /* It serves this rank and is never this rank's to end. */
         if (rc == -2) {
             snprintf(why, len, "the node's relay process (pid %d) did not answer within %d s "
                      "(stopped, or its node overloaded?)", (int)host, timeout_s);
@@ -343,8 +349,9 @@ void coord_start_relay(const struct coord_config *cfg, const char *path, int tim
     } else if (fd >= 0) {
         close(fd);
     }
-    /* none; one too full for this relay ("busy"); or one that closed unasked
-     * as it ended: a process of the rank's own */
+    /* No relay process listens, the one that does is too full for this relay
+     * ("busy"), or it closed unasked as it ended: the rank starts a process
+     * of its own. */
     coord_start(cfg, path, "node relay", timeout_s, pid, port, addr, why, len);
 }
 
@@ -356,8 +363,8 @@ int coord_listen_any(uint16_t *port, struct cohort_err *err)
                              .sin_port = htons(*port)};
     int off = 0, on = 1;
     int fd = socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    /* a given port: free again while the connections of a step before
-     * linger in TIME_WAIT (a port another socket listens on stays taken) */
+    /* A given port is free again while the connections of a step before
+     * linger in TIME_WAIT (a port another socket listens on stays taken). */
     if (fd >= 0 && *port)
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     if (fd >= 0 && (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||

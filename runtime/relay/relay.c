@@ -1,6 +1,6 @@
-/* relay.c - a node relay (relay.h): its parent (the coordinator or the
- * relay above) dialed, the node's Unix socket and the relays below served,
- * frames carried both ways by rank. */
+/* relay.c - the node relay (relay.h). It dials its parent (the coordinator
+ * or the relay above), serves the node's Unix socket and the relays below,
+ * and carries frames both ways by rank. */
 #include "relay.h"
 
 #include <arpa/inet.h>
@@ -18,30 +18,30 @@
 #include "net.h"
 #include "wire.h"
 
-#define RELAY_WAIT_MS 1000 /* the longest poll: the idle deadline looked at this often */
+#define RELAY_WAIT_MS 1000 /* The longest poll: the idle deadline is checked this often. */
 #define NO_NODE UINT32_MAX
 
 struct relay {
     const struct coord_config *cfg;
     struct net *net;
     struct net_conn *up;       /* to the coordinator, or the relay above */
-    struct net_conn **local;   /* per rank of the step: this node's ranks, connected */
-    struct net_conn **kid;     /* per relay below: connected */
-    uint32_t *via;             /* per rank below: the node of the relay below it joined
-                                * through, NO_NODE when not joined */
+    struct net_conn **local;   /* per rank of the step: this node's connected ranks */
+    struct net_conn **kid;     /* per relay below: its connection, when connected */
+    uint32_t *via;             /* per rank below: the node of the relay below that the
+                                * rank joined through (NO_NODE: not joined) */
     struct addrinfo *addrs;
-    uint32_t first_kid, n_kids; /* the nodes of the relays below: first_kid, ... */
-    uint32_t n_local, kids_on; /* connected now */
+    uint32_t first_kid, n_kids; /* the relays below are on nodes first_kid, ... */
+    uint32_t n_local, kids_on; /* ranks and relays below connected now */
     uint32_t node_ranks, n_seen; /* this node's ranks, and how many of them ever joined */
     bool *seen;                /* per rank of the step: this node's ranks that joined */
-    uint32_t gone_node;        /* where the way up closed: what the relay above said, or
-                                * once gone, the one above (NO_NODE: the coordinator) */
-    bool heard;                /* the relay above did say so */
-    bool gone;                 /* the way up closed: whoever joins is told where, at once */
-    bool broken;               /* the one above broke the protocol */
-    int64_t idle_by;           /* with nothing connected, or once gone: the relay ends then */
-    int *tell;                 /* where its start is told (closed, then -1), or NULL:
-                                * standard output */
+    uint32_t gone_node;        /* where the way up closed: the node the one above named or,
+                                * failing that, the one above (NO_NODE: the coordinator) */
+    bool heard;                /* the one above said where the way up closed */
+    bool gone;                 /* The way up closed, so whoever joins is told where at once. */
+    bool broken;               /* The one above broke the protocol. */
+    int64_t idle_by;           /* When nothing is connected, or once gone, the relay ends then. */
+    int *tell;                 /* the descriptor its start is told on (closed, then -1),
+                                * or NULL for standard output */
     uint32_t others;           /* descriptors its process holds besides (host.h); 0: alone */
     bool oom;
 };
@@ -50,8 +50,8 @@ static enum net_admit admit(void *ctx, const struct hs_hello *h, bool via_unix,
                             struct cohort_err *why)
 {
     struct relay *r = ctx;
-    /* this node's ranks come over its Unix socket (their uid checked), the
-     * relays below over TCP: a key holder on the other way is dropped */
+    /* This node's ranks come over its Unix socket (their uid is checked) and
+     * the relays below over TCP, so a key holder coming the other way is dropped. */
     if (!coord_config_has_rank(r->cfg, h) || via_unix != (h->rank != COORD_AGENT_RANK))
         return NET_DROP;
     if (h->rank == COORD_AGENT_RANK ? r->kid[h->node - r->first_kid] != NULL
@@ -67,6 +67,7 @@ static enum net_admit admit(void *ctx, const struct hs_hello *h, bool via_unix,
     return NET_ADMIT;
 }
 
+/* Queues a frame on c; when that fails, the relay is out of memory. */
 static void send_on(struct relay *r, struct net_conn *c, enum wire_type type, uint16_t op,
                     uint32_t rank, const void *p, uint32_t len)
 {
@@ -74,7 +75,7 @@ static void send_on(struct relay *r, struct net_conn *c, enum wire_type type, ui
         r->oom = true;
 }
 
-/* Whether ss is a loopback address (IPv4's 127/8, ::1, or 127/8 mapped). */
+/* Returns whether ss is a loopback address (IPv4's 127/8, ::1, or 127/8 mapped). */
 static bool loopback(const struct sockaddr_storage *ss)
 {
     if (ss->ss_family == AF_INET)
@@ -84,11 +85,12 @@ static bool loopback(const struct sockaddr_storage *ss)
            (IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127));
 }
 
-/* Where the relays below reach this one: the local address of its
- * connection up, the node's address toward the one above; or, when that
- * is a loopback address at the top (the coordinator on this very host,
- * reached through lo), the coordinator's host as every rank was given it
- * (MASTER_ADDR, which every node reaches). */
+/* Writes to addr where the relays below reach this relay: the local
+ * address of its connection up, which is the node's address toward the one
+ * above. When that is a loopback address at the top (the coordinator is on
+ * this very host, reached through lo), it writes instead the coordinator's
+ * host as every rank was given it (MASTER_ADDR, which every node reaches).
+ * Returns 0, or -1 with err. */
 static int own_addr(struct relay *r, char addr[COORD_ADDR_LEN], struct cohort_err *err)
 {
     struct sockaddr_storage ss;
@@ -104,10 +106,10 @@ static int own_addr(struct relay *r, char addr[COORD_ADDR_LEN], struct cohort_er
     return 0;
 }
 
-/* The coordinator or the relay above, reached within half the join
- * timeout (the starting rank waits the whole of it for the relay's line:
- * a relay that cannot reach it says why first); the address where the
- * relays below reach this one in addr. */
+/* Dials the coordinator or the relay above within half the join timeout
+ * and writes to addr where the relays below reach this relay. Returns 0, or
+ * -1 with err. It waits only half because the starting rank waits the whole
+ * timeout for the relay's line: a relay that cannot reach up says why first. */
 static int dial_up(struct relay *r, char addr[COORD_ADDR_LEN], struct cohort_err *err)
 {
     const struct coord_config *cfg = r->cfg;
@@ -134,8 +136,9 @@ static int dial_up(struct relay *r, char addr[COORD_ADDR_LEN], struct cohort_err
     return own_addr(r, addr, err);
 }
 
-/* The node's Unix socket and, with relays below, a TCP port for them,
- * served; the port and addr told to the starting rank. */
+/* Listens on the node's Unix socket and, when there are relays below, on a
+ * TCP port for them, then tells the starting rank the port and addr.
+ * Returns 0, or -1 with err. */
 static int listen_all(struct relay *r, const char *addr, struct cohort_err *err)
 {
     struct sockaddr_un ua;
@@ -158,8 +161,8 @@ static int listen_all(struct relay *r, const char *addr, struct cohort_err *err)
     return r->tell ? coord_tell(r->tell, told, addr, err) : coord_started(told, addr, err);
 }
 
-/* Nothing connected any more: the relay ends after the join timeout (or
- * the start's deadline, when that is later). */
+/* When nothing is connected any more, sets the relay to end after the join
+ * timeout (or at the start's deadline, when that is later). */
 static void maybe_idle(struct relay *r)
 {
     int64_t by = base_now_ms() + (int64_t)r->cfg->join_timeout_s * 1000;
@@ -167,9 +170,9 @@ static void maybe_idle(struct relay *r)
         r->idle_by = by;
 }
 
-/* A rank's connection closed, the rank broke the protocol, or the
- * coordinator dropped it: closed, and (unless the way up is gone) the
- * coordinator told (it ignores a GONE for a rank it dropped). */
+/* Closes the connection of a rank that closed it, broke the protocol or was
+ * dropped by the coordinator, and tells the coordinator unless the way up
+ * is gone. The coordinator ignores a GONE for a rank it dropped. */
 static void local_gone(struct relay *r, uint32_t rank)
 {
     net_close(r->net, r->local[rank]);
@@ -180,8 +183,9 @@ static void local_gone(struct relay *r, uint32_t rank)
         send_on(r, r->up, WIRE_RELAY, RELAY_GONE, rank, NULL, 0);
 }
 
-/* The relay below of node kid closed or broke the protocol: every rank
- * that joined through it is gone, up. */
+/* Closes the connection of the relay below on node kid, which closed or
+ * broke the protocol, and sends a GONE up for every rank that joined
+ * through it. */
 static void kid_gone(struct relay *r, uint32_t kid)
 {
     net_close(r->net, r->kid[kid - r->first_kid]);
@@ -195,7 +199,7 @@ static void kid_gone(struct relay *r, uint32_t kid)
         }
 }
 
-/* Every whole frame of rank's connection c, up. */
+/* Sends every whole frame of rank's connection c up. */
 static void from_rank(struct relay *r, struct net_conn *c, uint32_t rank)
 {
     struct wire_frame f;
@@ -213,10 +217,10 @@ static void from_rank(struct relay *r, struct net_conn *c, uint32_t rank)
     local_gone(r, rank);
 }
 
-/* One frame of the relay below of node kid, up: 0, or -1 when it is not
- * one for a rank below that relay, or not in order (a rank joins once, and
- * sends and goes only while joined): that relay alone is then lost, not
- * every rank of the way up. */
+/* Sends one frame of the relay below on node kid up. Returns 0, or -1 when
+ * the frame is not for a rank below that relay or is out of order (a rank
+ * joins once, and sends and goes only while joined); then that relay alone
+ * is lost, not every rank of the way up. */
 static int kid_frame(struct relay *r, uint32_t kid, const struct wire_frame *f)
 {
     uint32_t rank = f->rank;
@@ -230,12 +234,12 @@ static int kid_frame(struct relay *r, uint32_t kid, const struct wire_frame *f)
              r->via[rank] == kid)
         r->via[rank] = NO_NODE;
     else if (f->type != WIRE_WORK || r->via[rank] != kid)
-        return -1; /* a second JOIN, a GONE or a request of a rank not joined */
+        return -1; /* It is a second JOIN, or a rank not joined went or asked. */
     send_on(r, r->up, f->type, f->flags, rank, f->payload, f->len);
     return 0;
 }
 
-/* Every whole frame of the relay below of node kid, up. */
+/* Sends every whole frame of the relay below on node kid up. */
 static void from_kid(struct relay *r, struct net_conn *c, uint32_t kid)
 {
     struct wire_frame f;
@@ -257,8 +261,8 @@ static void from_kid(struct relay *r, struct net_conn *c, uint32_t kid)
     kid_gone(r, kid);
 }
 
-/* One frame from above for rank f->rank, where it goes: this node's rank,
- * or the relay below on its way. */
+/* Passes one frame from above on toward rank f->rank: to the rank itself
+ * when it is on this node, or else to the relay below on its way. */
 static void down(struct relay *r, const struct wire_frame *f)
 {
     uint32_t rank = f->rank, node = r->cfg->rank_node[rank];
@@ -267,8 +271,9 @@ static void down(struct relay *r, const struct wire_frame *f)
         if (c && f->type == WIRE_WORK)
             send_on(r, c, WIRE_WORK, f->flags, UINT32_MAX, f->payload, f->len);
         else if (c && f->type == WIRE_RELAY && f->flags == RELAY_DROP)
-            local_gone(r, rank); /* GONE up: a rank back since the drop is not left on */
-        return; /* else for a rank gone since: its GONE is on the way up */
+            /* Its GONE goes up, so that a rank back since the drop is not left on. */
+            local_gone(r, rank);
+        return; /* Else the rank has gone since, and its GONE is on the way up. */
     }
     uint32_t kid = coord_relay_toward(r->cfg, r->cfg->node, node);
     struct net_conn *c = kid != UINT32_MAX ? r->kid[kid - r->first_kid] : NULL;
@@ -276,8 +281,8 @@ static void down(struct relay *r, const struct wire_frame *f)
         send_on(r, c, f->type, f->flags, rank, f->payload, f->len);
 }
 
-/* Every whole frame from above, down: 0, or -1 when it broke the protocol
- * (the relay ends). */
+/* Passes every whole frame from above down. Returns 0, or -1 when the one
+ * above broke the protocol (then the relay ends). */
 static int from_up(struct relay *r)
 {
     struct wire_frame f;
@@ -316,13 +321,13 @@ static void tell_gone(struct relay *r, struct net_conn *c)
     send_on(r, c, WIRE_RELAY, RELAY_GONE, UINT32_MAX, b, r->gone_node == NO_NODE ? 0 : 4);
 }
 
-/* A connection proved itself: a rank of this node, or a relay below; once
- * the way up closed, told so at once. */
+/* Takes in a connection that proved itself: a rank of this node, or a relay
+ * below. Once the way up closed, the connection is told so at once. */
 static void joined(struct relay *r, struct net_conn *c)
 {
     struct net_conn **slot = c->c.rank == COORD_AGENT_RANK ? &r->kid[c->c.node - r->first_kid]
                                                          : &r->local[c->c.rank];
-    if (*slot) { /* two admitted in one round: the first stays */
+    if (*slot) { /* Two were admitted in one round: the first stays. */
         net_close(r->net, c);
         return;
     }
@@ -340,15 +345,16 @@ static void joined(struct relay *r, struct net_conn *c)
         send_on(r, r->up, WIRE_RELAY, RELAY_JOIN, c->c.rank, NULL, 0);
 }
 
-/* The way up closed: every rank and relay below still here is told where
- * (the coordinator, or the relay that went), to tell that from this
- * relay's own death; so is each of this node's ranks that joins later,
- * for the join timeout (a rank slower to open the queue than the failure
- * would otherwise find no relay, and could not say what failed). */
+/* Closes the way up and tells every rank and relay below still here where
+ * it closed (the coordinator, or the relay that went), so that they can tell
+ * that from this relay's own death. Each of this node's ranks that joins
+ * later, within the join timeout, is told too: a rank slower to open the
+ * queue than the failure would otherwise find no relay, and could not say
+ * what failed. */
 static void go_gone(struct relay *r)
 {
     uint32_t above = coord_relay_up(r->cfg, r->cfg->node);
-    if (!r->heard) /* the one above itself (the coordinator: NO_NODE) */
+    if (!r->heard) /* The one above went (the coordinator: NO_NODE). */
         r->gone_node = above == COORD_TOP ? NO_NODE : above;
     r->gone = true;
     net_close(r->net, r->up);
@@ -362,8 +368,8 @@ static void go_gone(struct relay *r)
             tell_gone(r, r->kid[i]);
 }
 
-/* What a rank or a relay below sends once the way up closed: dropped; its
- * connection closed when it closes or breaks the protocol. */
+/* Drops what a rank or a relay below sends once the way up closed, and
+ * closes its connection when it closes or breaks the protocol. */
 static void drain(struct relay *r, struct net_conn *c, unsigned what)
 {
     struct wire_frame f;
@@ -380,7 +386,7 @@ static void drain(struct relay *r, struct net_conn *c, unsigned what)
         local_gone(r, c->c.rank);
 }
 
-/* Whether c is the connection of a rank of this node or a relay below
+/* Returns whether c is the connection of a rank of this node or a relay below
  * that the relay holds (not one closed or put aside since). */
 static bool owned(const struct relay *r, const struct net_conn *c)
 {
@@ -389,8 +395,9 @@ static bool owned(const struct relay *r, const struct net_conn *c)
     return c->c.rank < r->cfg->size && r->local[c->c.rank] == c;
 }
 
-/* One round's events: 0, or -1 when the way up closed, broke, or the one
- * above said it closed further up (nothing more comes from it then). */
+/* Handles one round's events. Returns 0, or -1 when the way up closed or
+ * broke, or the one above said it closed further up (then nothing more
+ * comes from it). */
 static int on_events(struct relay *r, struct net_event *ev, int n)
 {
     for (int i = 0; i < n; i++)
@@ -404,7 +411,7 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
                 drain(r, c, ev[i].what);
             continue;
         }
-        if (c == r->up) { /* the round's other events are still taken in when it broke */
+        if (c == r->up) { /* When it broke, the round's other events are still taken in. */
             if (data && !r->broken)
                 from_up(r);
             continue;
@@ -430,6 +437,9 @@ static int on_events(struct relay *r, struct net_event *ev, int n)
     return !r->gone && (r->up->closed || r->broken || r->heard) ? -1 : 0;
 }
 
+/* Serves the relay's connections until nothing is connected after the idle
+ * deadline or, once the way up closed, until every rank of the node joined
+ * or the deadline passed. Returns 0, or -1 with err. */
 static int serve(struct relay *r, struct cohort_err *err)
 {
     r->idle_by = base_now_ms() +
@@ -441,7 +451,7 @@ static int serve(struct relay *r, struct cohort_err *err)
         if (n < 0)
             return -1;
         if (on_events(r, ev, n) < 0) {
-            /* a failed write closes it too: what the one above said last is read still */
+            /* A failed write closes it too; what the one above said last is still read. */
             if (!r->broken)
                 conn_fill(&r->up->c, WIRE_MAX_PAYLOAD_DEFAULT);
             if (!r->broken)
@@ -455,7 +465,7 @@ static int serve(struct relay *r, struct cohort_err *err)
     return 0;
 }
 
-/* The ranks of the relay's node. */
+/* Returns how many ranks the relay's node runs. */
 static uint32_t node_ranks(const struct coord_config *cfg)
 {
     uint32_t ranks = 0;
@@ -470,8 +480,8 @@ uint32_t relay_fds(const struct coord_config *cfg, bool shared)
     return node_ranks(cfg) + kids + (kids ? 3 : 2) + (shared ? 2 + RELAY_POOL : 0);
 }
 
-/* The relay's tables, after its descriptor check (with what the node's
- * other relays in this process hold). */
+/* Checks the relay's descriptors (counting what the node's other relays in
+ * this process hold), then allocates its tables. Returns 0, or -1 with err. */
 static int setup(struct relay *r, struct cohort_err *err)
 {
     const struct coord_config *cfg = r->cfg;
@@ -480,7 +490,7 @@ static int setup(struct relay *r, struct cohort_err *err)
     r->first_kid = (cfg->node + 1) * cfg->fanout;
     char who[48];
     snprintf(who, sizeof who, "the node relay of node %u", cfg->node);
-    /* net_fd_check counts the room for strangers itself: RELAY_POOL is that room */
+    /* net_fd_check counts the room for strangers itself; RELAY_POOL is that room. */
     _Static_assert(RELAY_POOL == NET_ROOM_MIN, "a shared relay's room is the one checked for");
     uint32_t room = r->others ? RELAY_POOL : 0;
     if (net_fd_check(relay_fds(cfg, r->others > 0) - room + r->others, who,
@@ -503,7 +513,7 @@ static int setup(struct relay *r, struct cohort_err *err)
 int relay_run(const struct coord_config *cfg, int *tell, uint32_t others, struct cohort_err *err)
 {
     struct relay r = {.cfg = cfg, .gone_node = NO_NODE, .tell = tell, .others = others};
-    prctl(PR_SET_NAME, "cohort-relay"); /* what ps and top show: not a coordinator */
+    prctl(PR_SET_NAME, "cohort-relay"); /* ps and top show a relay, not a coordinator. */
     struct hs_self me = {.key = &cfg->key, .job = cfg->job, .step = cfg->step,
                          .rank = COORD_AGENT_RANK, .node = cfg->node};
     memcpy(me.view, cfg->view, sizeof me.view);
@@ -511,10 +521,10 @@ int relay_run(const struct coord_config *cfg, int *tell, uint32_t others, struct
     char addr[COORD_ADDR_LEN];
     int rc = -2;
     if (setup(&r, err) == 0 && net_new(&me, &ops, &r.net, err) == 0) {
-        /* its ranks', the relays below's and the one above's slots: never a stranger's */
+        /* Its ranks, the relays below and the one above have slots; strangers never. */
         long peers = (long)r.node_ranks + r.n_kids + 1;
         net_reserve(r.net, peers);
-        if (others) /* in a shared process: its connections within what it was counted for */
+        if (others) /* In a shared process, its connections stay within what it was counted for. */
             net_cap(r.net, peers + RELAY_POOL);
         if (dial_up(&r, addr, err) == 0 && listen_all(&r, addr, err) == 0)
             rc = serve(&r, err);
