@@ -1,5 +1,5 @@
-/* agent_main.c - cohort-agent, the node agent: one process per node of a
- * step, never a rank, started by the plugin (as the job's user, in the
+/* agent_main.c - cohort-agent, the node agent. It is one process per node
+ * of a step, never a rank; the plugin starts it (as the job's user, in the
  * step) when the step serves PyTorch's store (--cohort-store). It reads
  * its start record on standard input (NAME=VALUE lines up to an empty
  * one: the step's Slurm layout, its secret, the store holder's host and
@@ -13,8 +13,8 @@
  * step ends on this node). It also holds the node's socket for the step's
  * relays (host.h): the relays of the step's queues and stream sets on the
  * node run in threads of it, so that one process per node serves the
- * store, the queues and the sets. Exit status: 0, or 2 when it could not
- * start. */
+ * store, the queues and the sets. Its exit status is 0, or 2 when it could
+ * not start. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -40,14 +40,15 @@
 #define RECORD_MAX (1u << 20)
 #define LINE_MAX_ 256
 
-/* Reads the record's lines into env, up to the empty line. */
+/* Reads the record's lines into env, up to the empty line. Returns 0, or
+ * -1 with err. */
 static int read_record(struct envlist *env, struct cohort_err *err)
 {
     char *buf = malloc(RECORD_MAX);
     size_t n = 0;
     int rc = -1;
     while (buf && n < RECORD_MAX - 1) {
-        ssize_t got = read(0, buf + n, 1); /* byte by byte: what follows is the events' */
+        ssize_t got = read(0, buf + n, 1); /* Byte by byte: what follows is the events'. */
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0)
@@ -74,7 +75,8 @@ static int read_record(struct envlist *env, struct cohort_err *err)
     return rc < 0 ? cohort_fail(err, "no whole start record on standard input") : 0;
 }
 
-/* The step and the view every peer's hello must carry. */
+/* Reads the step from env, and the view every peer's hello must carry.
+ * Returns 0, or -1 with err. */
 static int describe(struct agent *a, const struct envlist *env, struct cohort_err *err)
 {
     const char *hf = step_env_hostfile(env);
@@ -92,14 +94,16 @@ static int describe(struct agent *a, const struct envlist *env, struct cohort_er
     return 0;
 }
 
-/* The record's settings. */
+/* Reads the record's settings into a. Returns 0, or -1 with err. */
 static int configure(struct agent *a, const struct envlist *env, struct cohort_err *err)
 {
     const char *host = envlist_get(env, "COHORT_STORE_ADDR");
     const char *port = envlist_get(env, "COHORT_STORE_PORT");
     const char *t = envlist_get(env, "COHORT_TIMEOUT");
     const char *v = envlist_get(env, "COHORT_VERBOSE");
-    uint32_t secs = 300; /* unset: the dial to the holder and its wait for the agents */
+    /* When unset, the timeout bounds the dial to the holder and its wait for
+     * the agents. */
+    uint32_t secs = 300;
     if (t && (parse_u32("COHORT_TIMEOUT", t, &secs, err) < 0 || secs == 0 || secs > 86400))
         return cohort_fail(err, "COHORT_TIMEOUT='%s' is not a number of seconds (1-86400)", t);
     a->timeout_s = (int)secs;
@@ -112,7 +116,8 @@ static int configure(struct agent *a, const struct envlist *env, struct cohort_e
     return auth_step_key(env, &a->key, err);
 }
 
-/* The first node's agent starts the holder, on the step's MASTER_PORT. */
+/* Starts the holder on the step's MASTER_PORT; the first node's agent does
+ * this. Returns 0, or -1 with err. */
 static int start_holder(struct agent *a, const struct envlist *env, struct cohort_err *err)
 {
     struct coord_config cfg = {.kind = COORD_STORE, .key = a->key, .job = a->step.job_id,
@@ -131,7 +136,8 @@ static int start_holder(struct agent *a, const struct envlist *env, struct cohor
     return port ? 0 : cohort_fail(err, "the step's store holder: %s", why);
 }
 
-/* The plugin's lines: "ended RANK STATUS". */
+/* Reads the plugin's lines ("ended RANK STATUS") and sends each up.
+ * Returns false once standard input closed. */
 static bool events(struct agent *a)
 {
     static char line[LINE_MAX_];
@@ -156,18 +162,18 @@ static bool events(struct agent *a)
         memmove(line, nl + 1, n + 1);
     }
     if (n == sizeof line - 1)
-        n = 0; /* not a line of the plugin's */
+        n = 0; /* It is not a line of the plugin's. */
     return true;
 }
 
 #define POLL_HEAD 4 /* standard input, the listener, the loop, the link's socket */
 
-/* The poll's entries: the plugin's lines, the listener, the loop's epoll
- * descriptor, the link's own socket while it has output (the loop's
+/* Fills the poll's entries: the plugin's lines, the listener, the loop's
+ * epoll descriptor, the link's own socket while it has output (the loop's
  * interest in writing was set at its last poll, maybe before clients queued
- * more), then each client. A closing client is polled for its output
- * alone, and none is read while the link is backed up (the kernel holds
- * what they send); a client polled for nothing is left out (a negative
+ * more), then each client. A closing client is polled for its output alone,
+ * and no client is read while the link is backed up (the kernel holds what
+ * they send). A client polled for nothing is left out (a negative
  * descriptor), so that a hang-up it cannot be served for yet does not wake
  * the agent again and again. */
 static void poll_set(struct agent *a, struct pollfd *p)
@@ -209,31 +215,32 @@ static void serve(struct agent *a)
         int n = net_poll(a->net, 0, &ev, &e);
         if (n > 0)
             agent_local_up_events(a, ev, n);
-        size_t served = a->n_c; /* clients accepted below are polled next round */
+        size_t served = a->n_c; /* Clients accepted below are polled next round. */
         for (size_t i = 0; i < served; i++)
             if (p[POLL_HEAD + i].revents)
                 agent_local_serve(a, i, p[POLL_HEAD + i].revents);
         if (p[1].revents & POLLIN)
             agent_local_accept(a);
         agent_local_sweep(a);
-        net_flush(a->net, base_now_ms()); /* what the socket takes now */
+        net_flush(a->net, base_now_ms()); /* It writes what the socket takes now. */
     }
     free(p);
 }
 
+/* Ignores Slurm's warning signals and SIGPIPE. */
 static void ignore_warnings(void)
 {
     /* Slurm's warnings are for the ranks; the agent serves them until the
-     * step ends (SIGKILL still ends it) */
+     * step ends (SIGKILL still ends it). */
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
         signal(sigs[i], SIG_IGN);
 }
 
-/* The node's relays of the step's queues and sets run in this process
- * (host.h), not in one process each, counted with the agent's own
- * descriptors (its clients, its listener and link); when another holds
- * their socket, they go on without it (said when verbose). */
+/* Serves the node's relays of the step's queues and sets in this process
+ * (host.h), not in one process each; their descriptors are counted with the
+ * agent's own (its clients, its listener and link). When another process
+ * holds their socket, they go on without it (said when verbose). */
 static void serve_relays(struct agent *a)
 {
     struct cohort_err e;
@@ -241,11 +248,14 @@ static void serve_relays(struct agent *a)
                                       .job = a->step.job_id, .step = a->step.step_id,
                                       .node = a->step.node_id,
                                       .join_timeout_s = (uint32_t)a->timeout_s};
-    uint32_t tasks = a->step.tasks_per_node[a->step.node_id]; /* a TCPStore client or two each */
+    /* Each task has a TCPStore client or two. */
+    uint32_t tasks = a->step.tasks_per_node[a->step.node_id];
     if (host_serve(&a->relays, 2 * tasks + 8, &e) < 0 && a->verbose)
         fprintf(stderr, "cohort: agent of node %u: %s\n", a->step.node_id, e.msg);
 }
 
+/* Starts the agent: reads its record, listens, serves the relays, starts
+ * the holder on the first node and dials it. Returns 0, or -1 with err. */
 static int start(struct agent *a, struct cohort_err *err)
 {
     struct envlist env;
@@ -256,7 +266,7 @@ static int start(struct agent *a, struct cohort_err *err)
     if (rc == 0)
         rc = configure(a, &env, err);
     if (rc == 0) {
-        net_fd_limit(); /* the soft limit raised to the hard one */
+        net_fd_limit(); /* It raises the soft limit to the hard one. */
         rc = agent_local_listen(a, err);
     }
     if (rc == 0)
@@ -272,8 +282,8 @@ static int start(struct agent *a, struct cohort_err *err)
     return rc;
 }
 
-/* What the agent holds, let go at its end (its relays' threads, if any,
- * end with the process). */
+/* Lets go of what the agent holds at its end. Its relays' threads, if any,
+ * end with the process. */
 static void agent_free(struct agent *a)
 {
     for (size_t i = 0; i < a->n_c; i++) {

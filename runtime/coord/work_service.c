@@ -1,6 +1,7 @@
-/* work_service.c - the work coordinator's service (work_service.h): workers' requests
- * in, the scheduler's answers out, group commit. Held leases and closes
- * are in work_service_wake.c, the report lines in work_service_report.c. */
+/* work_service.c - the work coordinator's service (work_service.h). It takes
+ * the workers' requests in, sends the scheduler's answers out, and commits
+ * in groups. Held leases and closes are in work_service_wake.c, the report
+ * lines in work_service_report.c. */
 #include "work_service.h"
 
 #include <stdio.h>
@@ -13,13 +14,14 @@
 #include "wire.h"
 #include "work_msg.h"
 
-/* The peers' callbacks (peers.h), at the bottom. */
+/* The peers' callbacks (peers.h) are defined at the bottom. */
 static void on_joined(void *ctx, uint32_t rank);
 static int on_frame(void *ctx, uint32_t rank, const struct wire_frame *f);
 static void on_lost(void *ctx, uint32_t rank);
 
-/* The work service's new (coord_service.h): the scheduler, the journal
- * replayed, the output directory opened. */
+/* Makes the work service (coord_service.h's new): it creates the scheduler,
+ * replays the journal and opens the output directory. Returns 0, or -1 with
+ * err. */
 static int service_new(const struct coord_config *cfg, void **out, struct cohort_err *err)
 {
     struct coord *co = calloc(1, sizeof *co);
@@ -52,6 +54,7 @@ static int service_new(const struct coord_config *cfg, void **out, struct cohort
     return coord_output_open(co, err);
 }
 
+/* Frees the work service (coord_service.h's free); svc may be NULL. */
 static void service_free(void *svc)
 {
     struct coord *co = svc;
@@ -72,7 +75,8 @@ static void service_free(void *svc)
     free(co);
 }
 
-/* The work service's run (coord_service.h): on net from now on. */
+/* Runs the work service on net from now on (coord_service.h's run).
+ * Returns coord_run's result. */
 static int service_run(void *svc, struct net *net, struct cohort_err *err)
 {
     struct coord *co = svc;
@@ -86,12 +90,12 @@ const struct coord_service_ops work_service_ops = {
     .new = service_new, .admit = coord_service_admit_relays, .run = service_run,
     .free = service_free};
 
-/* A commit or failure's answer (work_msg.h) for the scheduler's result rc
- * and v over co->ids[0..n-1] (with co->verdicts): the verdict (taken 0
- * when an all-or-nothing commit was not taken), the sentence for ids this
- * worker does not hold (e's, for SCHED_EINVAL), and the ids of the call it
- * no longer held, as spans. malloc'd into *out; -1 (co->oom set) when out
- * of memory. */
+/* Builds a commit or failure's answer (work_msg.h) for the scheduler's
+ * result rc and v over co->ids[0..n-1] (with co->verdicts). The answer holds
+ * the verdict (taken is 0 when an all-or-nothing commit was not taken), the
+ * sentence for ids this worker does not hold (e's, for SCHED_EINVAL), and the
+ * ids of the call it no longer held, as spans. Returns 0 with the answer
+ * malloc'd into *out, or -1 (co->oom set) when out of memory. */
 static int verdict(struct coord *co, int rc, const struct sched_verdict *v,
                    const struct cohort_err *e, size_t n, bool all, uint8_t **out, uint32_t *len)
 {
@@ -117,8 +121,8 @@ static int verdict(struct coord *co, int rc, const struct sched_verdict *v,
     return 0;
 }
 
-/* A commit's answer held until the round's journal sync (one request at
- * a time: none is held before). */
+/* Holds a commit's answer until the round's journal sync. A worker sends
+ * one request at a time, so none is held before. */
 static void hold(struct coord *co, uint32_t rank, uint8_t *answer, uint32_t len)
 {
     free(co->w[rank].due);
@@ -126,7 +130,7 @@ static void hold(struct coord *co, uint32_t rank, uint8_t *answer, uint32_t len)
     co->w[rank].due_len = len;
 }
 
-/* COMMIT and FAIL: the ids are checked here and by the scheduler; a
+/* Handles COMMIT and FAIL. The ids are checked here and by the scheduler; a
  * commit's taken ids go to the journal, and its answer waits for the sync. */
 static void settle(struct coord *co, uint32_t rank, enum work_op op, const struct wire_frame *f,
                    int64_t now)
@@ -159,15 +163,16 @@ static void settle(struct coord *co, uint32_t rank, enum work_op op, const struc
         if (coord_journal_add(co, (size_t)n) < 0)
             free(answer);
         else
-            hold(co, rank, answer, len); /* answered after the sync */
+            hold(co, rank, answer, len); /* It is answered after the sync. */
         return;
     }
     coord_send(co, rank, WORK_VERDICT, answer, len);
     free(answer);
 }
 
-/* The ids of a COMMIT_OUTPUT (after its head) into co->ids: *n of them,
- * ascending with none twice. 0, or -1 with the sentence for the worker. */
+/* Reads the ids of a COMMIT_OUTPUT (after its head) into co->ids, *n of
+ * them, and checks that they ascend with none twice. Returns 0, or -1 with
+ * the sentence for the worker. */
 static int output_ids(struct coord *co, const struct wire_frame *f, uint64_t *n,
                       struct cohort_err *e)
 {
@@ -185,12 +190,12 @@ static int output_ids(struct coord *co, const struct wire_frame *f, uint64_t *n,
     return 0;
 }
 
-/* A commit with results refused (its offer, or ids this worker does not
- * hold): the ids of co->ids[0..n-1] it still holds go back to the queue,
- * each with an attempt more, as at their lease's end (it will not commit
- * them: its call failed), so that the others take them, or the closes of
- * a queue nobody is left to finish fail at once; why is kept for that
- * line. */
+/* Handles a commit with results that was refused (for its offer, or for ids
+ * this worker does not hold). The ids of co->ids[0..n-1] that the worker
+ * still holds go back to the queue, each with an attempt more, as at their
+ * lease's end, since the worker will not commit them: its call failed. So
+ * the others take them, or the closes of a queue nobody is left to finish
+ * fail at once; why is kept for that line. */
 static void give_back(struct coord *co, uint32_t rank, size_t n, const char *why, int64_t now)
 {
     struct cohort_err e;
@@ -200,9 +205,9 @@ static void give_back(struct coord *co, uint32_t rank, size_t n, const char *why
     snprintf(co->refused, sizeof co->refused, "%s", why);
 }
 
-/* COMMIT_OUTPUT: all or nothing. The offered file is checked, then every
- * id must be this worker's; the commit and its part go to the journal,
- * the part is linked and the answer sent after the sync. An offer that
+/* Handles COMMIT_OUTPUT, all or nothing. The offered file is checked, then
+ * every id must be this worker's; the commit and its part go to the journal,
+ * and after the sync the part is linked and the answer sent. An offer that
  * loses is removed; one that cannot be checked stays the worker's. A
  * refusal (not a stale id) gives back the ids the worker holds. */
 static void settle_output(struct coord *co, uint32_t rank, const struct wire_frame *f,
@@ -230,7 +235,7 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     }
     if (rc != SCHED_OK)
         coord_output_discard(co, f->payload);
-    if (rc == SCHED_EINVAL && v.bad == 0) { /* refused whole (e.g. a worker lost) */
+    if (rc == SCHED_EINVAL && v.bad == 0) { /* It was refused whole (e.g. a worker lost). */
         coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
         return;
     }
@@ -253,11 +258,11 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
         free(answer);
         return;
     }
-    hold(co, rank, answer, len); /* answered after the sync and the link */
+    hold(co, rank, answer, len); /* It is answered after the sync and the link. */
 }
 
-/* A drained worker's close: answered at once with the totals (the items
- * left stay queued, in the journal for the next step); anything it still
+/* Answers a drained worker's close at once with the totals; the items left
+ * stay queued, in the journal for the next step. Anything the worker still
  * holds goes back. */
 static void drained(struct coord *co, uint32_t rank, int64_t now)
 {
@@ -270,7 +275,7 @@ static void drained(struct coord *co, uint32_t rank, int64_t now)
     co->w[rank].closed_ok = true;
 }
 
-/* One request of a worker. */
+/* Handles one request of a worker. */
 static void request(struct coord *co, uint32_t rank, const struct wire_frame *f, int64_t now)
 {
     struct worker *w = &co->w[rank];
@@ -299,7 +304,7 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
     case WORK_CLOSE:
         w->closing = true;
         w->held_since = now;
-        co->changed = true; /* a queue nobody will finish is told at once */
+        co->changed = true; /* A queue nobody will finish is told at once. */
         if (f->len == 1 && f->payload[0] == WORK_CLOSE_DRAIN)
             drained(co, rank, now);
         else
@@ -310,7 +315,8 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
     }
 }
 
-/* A frame of a worker (an unknown request is answered, never dropped). */
+/* Handles a frame of a worker (peers.h's frame). Returns 0: an unknown
+ * request is answered, never dropped. */
 static int on_frame(void *ctx, uint32_t rank, const struct wire_frame *f)
 {
     struct coord *co = ctx;
@@ -318,6 +324,8 @@ static int on_frame(void *ctx, uint32_t rank, const struct wire_frame *f)
     return 0;
 }
 
+/* Takes rank's worker off (peers.h's lost); unless it closed properly,
+ * what it held goes back to the scheduler. */
 static void on_lost(void *ctx, uint32_t rank)
 {
     struct coord *co = ctx;
@@ -337,6 +345,8 @@ static void on_lost(void *ctx, uint32_t rank)
     }
 }
 
+/* Takes rank's worker on (peers.h's joined), telling the scheduler when
+ * it comes back. */
 static void on_joined(void *ctx, uint32_t rank)
 {
     struct coord *co = ctx;
@@ -348,7 +358,8 @@ static void on_joined(void *ctx, uint32_t rank)
     w->on = true;
     w->ever = true;
     w->closed_ok = false;
-    w->closing = w->held = false; /* a new process in the slot: nothing of the old one's */
+    /* A new process is in the slot: it keeps nothing of the old one's. */
+    w->closing = w->held = false;
     w->held_since = 0;
     co->connected++;
 }
