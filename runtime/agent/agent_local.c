@@ -1,9 +1,9 @@
 /* agent_local.c - the node's TCPStore clients, as the node agent serves
- * them (see agent.h): a listener on the loopback interface, every
- * connection of another user closed before a byte is read (the kernel's
- * socket diagnostics name its uid), each query read whole and relayed to
- * the store holder (VALIDATE and PING answered here), each of the
- * holder's answers written back as the client takes it. */
+ * them (see agent.h). The agent listens on the loopback interface and
+ * closes every connection of another user before a byte is read (the
+ * kernel's socket diagnostics name its uid). It reads each query whole and
+ * relays it to the store holder (it answers VALIDATE and PING itself), and
+ * writes each of the holder's answers back as the client takes it. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -39,6 +39,8 @@ struct client *agent_local_find(struct agent *a, uint32_t id)
     return NULL;
 }
 
+/* Adds a client on fd (its socket's inode given); past AGENT_CLIENTS_MAX
+ * or out of memory, it closes fd instead. */
 static void add_client(struct agent *a, int fd, unsigned long inode)
 {
     if (a->n_c == a->cap_c) {
@@ -66,17 +68,19 @@ void agent_local_accept(struct agent *a)
             return;
         uid_t uid;
         unsigned long inode;
-        /* another user's, or one the kernel cannot name: closed unread */
+        /* Another user's, or one the kernel cannot name, is closed unread. */
         if (peer_tcp_owner(fd, &uid, &inode) < 0 || uid != a->uid) {
             close(fd);
             continue;
         }
         add_client(a, fd, inode);
-        if (a->up_error[0]) /* the link failed before it came: told at once */
+        if (a->up_error[0]) /* The link failed before it came, so it is told at once. */
             agent_local_resume(a);
     }
 }
 
+/* Writes what c's socket takes now of its output; a failed write marks
+ * c closing and drops its output. */
 static void flush_out(struct client *c)
 {
     while (c->out_len) {
@@ -98,13 +102,13 @@ static void flush_out(struct client *c)
 void agent_local_write(struct agent *a, struct client *c, const uint8_t *p, size_t n)
 {
     if (c->closing)
-        return; /* closed as TCPStore closes it: nothing more is written */
+        return; /* It is closed as TCPStore closes it: nothing more is written. */
     if (c->out_len && c->out_len + n > AGENT_CLIENT_OUT_MAX) {
         char line[300];
         snprintf(line, sizeof line, "cohort: store: this client left %zu bytes of answers "
                  "unread and another of %zu came (over %u MiB): its connection is closed",
                  c->out_len, n, AGENT_CLIENT_OUT_MAX >> 20);
-        c->out_len = 0; /* dropped, so that the close does not wait for them */
+        c->out_len = 0; /* They are dropped, so the close does not wait. */
         agent_local_note(a, c, line, true);
         return;
     }
@@ -133,8 +137,8 @@ void agent_local_note(struct agent *a, struct client *c, const char *line, bool 
         c->closing = true;
 }
 
-/* One query: answered here (VALIDATE, PING) or relayed. 0, or -1 when the
- * client is to be dropped. */
+/* Answers one query here (VALIDATE, PING) or relays it. Returns 0, or -1
+ * when the client is to be dropped. */
 static int relay(struct agent *a, struct client *c, const struct ts_query *q)
 {
     struct ts_cursor cur = {q->body, q->body_len};
@@ -147,11 +151,11 @@ static int relay(struct agent *a, struct client *c, const struct ts_query *q)
     }
     uint8_t op = (uint8_t)q->op;
     if (q->body_len + 1 + STORE_MSG_HEAD > WIRE_MAX_PAYLOAD_DEFAULT)
-        return -1; /* over a frame: that client fails, not the node's link */
+        return -1; /* It is over a frame: the client fails, not the link. */
     return agent_up_send(a, STORE_QUERY, c->id, &op, 1, q->body, q->body_len);
 }
 
-/* Every whole query in c's input, while the link is up. */
+/* Handles every whole query in c's input while the link is up. */
 static void parse(struct agent *a, struct client *c)
 {
     size_t off = 0;
@@ -247,7 +251,8 @@ void agent_local_sweep(struct agent *a)
 
 /* --- what the holder sends ------------------------------------------- */
 
-/* One frame of the holder's. */
+/* Passes one frame of the holder's to its client: an answer, or a line
+ * that notes (and may close) the client. */
 static void answer(struct agent *a, const struct wire_frame *f)
 {
     uint32_t id;
@@ -257,7 +262,7 @@ static void answer(struct agent *a, const struct wire_frame *f)
         return;
     struct client *c = agent_local_find(a, id);
     if (!c)
-        return; /* gone since */
+        return; /* The client is gone since. */
     if (f->flags == STORE_REPLY) {
         agent_local_write(a, c, rest, len);
     } else if (f->flags == STORE_DROP || f->flags == STORE_NOTE || f->flags == STORE_CLOSE) {
@@ -275,7 +280,8 @@ static void answer(struct agent *a, const struct wire_frame *f)
     }
 }
 
-/* The link failed, or closed: every client is told once, and dropped. */
+/* Notes that the link failed or closed; every client is told once, and
+ * dropped. */
 static void link_down(struct agent *a, const char *why)
 {
     if (a->up_error[0])

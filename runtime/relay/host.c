@@ -1,6 +1,6 @@
-/* host.c - the node's relay process of a step (host.h): its socket, a
- * thread per relay, and its end with the last one (or, in the node
- * agent, with the process). */
+/* host.c - the node's relay process of a step (host.h). It holds the
+ * node's socket and runs a thread per relay; it ends with the last relay
+ * (or, in the node agent, with the process). */
 #include "host.h"
 
 #include <errno.h>
@@ -19,24 +19,24 @@
 #include "net.h"
 #include "relay.h"
 
-#define HOST_RECORD_MAX (1u << 24) /* a record: the step's rank table, and a little */
+#define HOST_RECORD_MAX (1u << 24) /* a record holds the step's rank table, and a little */
 #define HOST_RELAYS_MAX 1024       /* relays (and records being read) at once */
 #define HOST_OWN_FDS 4             /* its socket, its pipe, its spare descriptor */
 
 struct host {
     const struct coord_config *cfg; /* the step and node served, with its key */
     int lfd;                        /* the node's socket for the step */
-    int wake[2];                    /* a relay thread ended */
+    int wake[2];                    /* written when a relay thread ended */
     int spare;                      /* given up for a moment when accept finds no descriptor */
     pthread_mutex_t mu;
     uint32_t live;                  /* threads: relays, and records being read */
     uint32_t fds;                   /* descriptors their relays counted, and its own */
-    bool failed;                    /* a relay failed, or the first could not start */
-    bool forever;                   /* serves as long as the process lives (host_serve) */
+    bool failed;                    /* A relay failed, or the first could not start. */
+    bool forever;                   /* It serves as long as the process lives (host_serve). */
 };
 
-/* A relay's thread: the relay the process was started for, or one a rank
- * of the node asked for over the node's socket. */
+/* A relay_thread runs a relay: the one the process was started for, or
+ * one a rank of the node asked for over the node's socket. */
 struct relay_thread {
     struct host *h;
     bool first;                     /* the relay the process was started for */
@@ -44,9 +44,9 @@ struct relay_thread {
     struct coord_config cfg;        /* its record (not the first's) */
 };
 
-/* The record on the rank's connection, read to its end by the step's
- * join timeout, decoded and checked to be a relay's of this step and node
- * with this key. 0, or -1 with err. */
+/* Reads the record on the rank's connection to its end by the step's join
+ * timeout, decodes it and checks that it is a relay's of this step and node
+ * with this key. Returns 0, or -1 with err. */
 static int take(struct relay_thread *rt, struct cohort_err *err)
 {
     const struct coord_config *own = rt->h->cfg;
@@ -66,8 +66,9 @@ static int take(struct relay_thread *rt, struct cohort_err *err)
     return rc;
 }
 
-/* The relay of cfg run, its descriptors counted with the others' (a
- * relay refused for them does not count). What relay_run returned. */
+/* Runs the relay of cfg, its descriptors counted with the others' (a
+ * relay refused for them does not count). Returns what relay_run
+ * returned. */
 static int run_relay(struct relay_thread *rt, const struct coord_config *cfg,
                      struct cohort_err *err)
 {
@@ -84,7 +85,8 @@ static int run_relay(struct relay_thread *rt, const struct coord_config *cfg,
     return rc;
 }
 
-/* A line to the asking rank (the first relay's: on standard output). */
+/* Says a line to the asking rank; the first relay says it on standard
+ * output. */
 static void say(struct relay_thread *rt, const char *line)
 {
     if (rt->first) {
@@ -93,18 +95,18 @@ static void say(struct relay_thread *rt, const char *line)
         return;
     }
     if (rt->fd < 0)
-        return; /* told already (its telling failed): nothing more to say */
+        return; /* It was told already (or the telling failed). */
     char text[COHORT_ERR_LEN + 16];
     int n = snprintf(text, sizeof text, "%s\n", line);
-    /* a rank that is gone has nobody to tell: the result is not looked at */
+    /* A rank that is gone has nobody to tell, so the result is not looked at. */
     send(rt->fd, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1,
          MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* A relay's end said: one that could not start (rc -2) to its rank
- * ("busy WHY" when this process lacks descriptors for it: the rank then
- * starts a process of its own, with a limit of its own), one that failed
- * (-1) on standard error. */
+/* Reports a relay's end. A relay that could not start (rc -2) is reported
+ * to its rank ("busy WHY" when this process lacks descriptors for it: the
+ * rank then starts a process of its own, with a limit of its own); one that
+ * failed (-1) is reported on standard error. */
 static void report(struct relay_thread *rt, const struct coord_config *cfg, int rc,
                    const struct cohort_err *err)
 {
@@ -118,6 +120,8 @@ static void report(struct relay_thread *rt, const struct coord_config *cfg, int 
     }
 }
 
+/* Runs one relay thread: takes its record (unless it is the first), runs
+ * the relay, reports its end, and wakes the loop when it was the last. */
 static void *relay_thread_main(void *arg)
 {
     struct relay_thread *rt = arg;
@@ -133,16 +137,17 @@ static void *relay_thread_main(void *arg)
         coord_config_free(&rt->cfg);
     free(rt);
     pthread_mutex_lock(&h->mu);
-    h->failed |= rc == -1 || (first && rc == -2); /* a later one refused was told so */
+    h->failed |= rc == -1 || (first && rc == -2); /* A later one refused was told so. */
     if (--h->live == 0 && write(h->wake[1], "", 1) < 0) {
-        /* the pipe holds a byte already: the loop wakes */
+        /* The pipe holds a byte already, so the loop wakes. */
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
 }
 
-/* A thread for fd's record (first: the relay the process was started
- * for). false when none could be made (fd is then told busy and closed). */
+/* Starts a thread for fd's record (first: for the relay the process was
+ * started for). Returns false when none could be made; fd is then told
+ * busy and closed. */
 static bool spawn_relay_thread(struct host *h, bool first, int fd)
 {
     struct relay_thread *rt = calloc(1, sizeof *rt);
@@ -173,10 +178,11 @@ static bool spawn_relay_thread(struct host *h, bool first, int fd)
     return ok;
 }
 
-/* A connection on the node's socket: this user's get a thread, others are
- * closed unread; with no descriptor left, it is taken off the backlog
- * with the spare one and closed (net_accept: the rank starts a process of
- * its own), rather than left there to wake the loop again and again. */
+/* Accepts a connection on the node's socket: this user's get a thread, and
+ * others are closed unread. With no descriptor left, the connection is
+ * taken off the backlog with the spare one and closed (net_accept: the rank
+ * starts a process of its own), rather than left there to wake the loop
+ * again and again. */
 static void accept_one(struct host *h)
 {
     struct ucred cr;
@@ -191,9 +197,9 @@ static void accept_one(struct host *h)
     spawn_relay_thread(h, false, fd);
 }
 
-/* Until the last relay has ended (the socket closed once none is left,
- * or when it cannot be waited on: the relays then run to their end), or
- * for ever: 0 when none failed, else 2. */
+/* Serves until the last relay has ended, or for ever. The socket is closed
+ * once none is left, or when it cannot be waited on (the relays then run to
+ * their end). Returns 0 when none failed, else 2. */
 static int serve(struct host *h)
 {
     for (;;) {
@@ -212,17 +218,17 @@ static int serve(struct host *h)
         uint32_t live = h->live;
         pthread_mutex_unlock(&h->mu);
         if (live == 0 && !h->forever)
-            break; /* only this loop adds threads: none can come now */
+            break; /* Only this loop adds threads, so none can come now. */
         if (h->lfd >= 0 && (p[1].revents & POLLIN))
             accept_one(h);
     }
     if (h->lfd >= 0)
-        close(h->lfd); /* a rank that comes now starts a new process */
+        close(h->lfd); /* A rank that comes now starts a new process. */
     return h->failed ? 2 : 0;
 }
 
-/* A relay alone (the node's socket is another's, or none could be had):
- * the exit status. */
+/* Runs a relay alone, when the node's socket is another's or none could
+ * be had. Returns the exit status. */
 static int alone(const struct coord_config *cfg)
 {
     struct cohort_err err = {0};
@@ -232,8 +238,9 @@ static int alone(const struct coord_config *cfg)
     return rc < 0 ? 2 : 0;
 }
 
-/* The process's one host: static, so that a relay thread still leaving
- * its last unlock as the process exits touches memory that lives on. */
+/* The process has one host. It is static, so that a relay thread still
+ * leaving its last unlock as the process exits touches memory that lives
+ * on. */
 static struct host the_host;
 
 /* Closes what host_listen opened. */
@@ -247,9 +254,9 @@ static void unlisten(struct host *h)
         }
 }
 
-/* The node's socket for cfg's step, the pipe that wakes the loop and the
- * spare descriptor, in the process's host, which holds own descriptors
- * besides its relays': 0, or -1 (nothing held then). */
+/* Opens the node's socket for cfg's step, the pipe that wakes the loop and
+ * the spare descriptor in the process's host, which holds own descriptors
+ * besides its relays'. Returns 0, or -1 with nothing held. */
 static int host_listen(const struct coord_config *cfg, uint32_t own)
 {
     char name[COORD_NAME_MAX + 1];
@@ -272,16 +279,18 @@ static int host_listen(const struct coord_config *cfg, uint32_t own)
 int host_main(const struct coord_config *cfg)
 {
     prctl(PR_SET_NAME, "cohort-relay");
-    /* too few descriptors to share (a relay alone needs fewer): alone, as before */
+    /* With too few descriptors to share (a relay alone needs fewer), it runs
+     * alone, as before. */
     if ((long)relay_fds(cfg, true) + HOST_OWN_FDS + NET_FD_SPARE > net_fd_limit() ||
         host_listen(cfg, 0) < 0)
         return alone(cfg);
     if (spawn_relay_thread(&the_host, true, -1))
-        return serve(&the_host); /* the pipe and the lock last to the process's exit */
+        return serve(&the_host); /* The pipe and lock last to the process's exit. */
     unlisten(&the_host);
     return alone(cfg);
 }
 
+/* Serves the host arg in its own thread, for ever. */
 static void *serve_main(void *arg)
 {
     serve(arg);
