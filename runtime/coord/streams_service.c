@@ -1,6 +1,6 @@
-/* streams_service.c - the stream coordinator's service (streams_service.h): workers'
- * requests in, the placement's actions and the answers out, leases on the
- * clock, and when to stop. */
+/* streams_service.c - the stream coordinator's service (streams_service.h).
+ * It takes the workers' requests in, sends the placement's actions and the
+ * answers out, keeps the leases on the clock, and decides when to stop. */
 #include "streams_service.h"
 
 #include <stdio.h>
@@ -13,8 +13,9 @@
 #include "wire.h"
 #include "work_msg.h"
 
-#define SCOORD_WAIT_MS 1000 /* the longest poll: joins and leases looked at this often */
+#define SCOORD_WAIT_MS 1000 /* The longest poll: joins and leases are checked this often. */
 
+/* An sworker is what the coordinator knows of one worker. */
 struct sworker {
     bool on;                /* connected (through its node's relay, peers.h) */
     bool ever;              /* it connected once */
@@ -22,11 +23,11 @@ struct sworker {
 };
 
 struct scoord {
-    struct peers *peers;    /* the ranks, through the node relays (first: its admit,
-                             * coord_service_admit_relays, finds it here) */
+    struct peers *peers;    /* the ranks, through the node relays (it comes first, so
+                             * that coord_service_admit_relays finds it here) */
     const struct coord_config *cfg;
-    struct peers_ops ops;   /* this file's: requests in, workers joining and lost, at now */
-    int64_t now;            /* of this round's events */
+    struct peers_ops ops;   /* this file's: requests, workers joining and lost, at now */
+    int64_t now;            /* the time of this round's events */
     struct place *p;
     struct sworker *w;
     uint32_t came, connected, lost;
@@ -34,13 +35,13 @@ struct scoord {
     bool oom;
 };
 
-/* The peers' callbacks (peers.h), below. */
+/* The peers' callbacks (peers.h) are defined below. */
 static void on_joined(void *ctx, uint32_t r);
 static int on_frame(void *ctx, uint32_t r, const struct wire_frame *f);
 static void on_lost(void *ctx, uint32_t r);
 
-/* The streams service's new (coord_service.h): the placement, the ranks
- * through the relays. */
+/* Makes the streams service (coord_service.h's new): the placement, and the
+ * ranks through the relays. Returns 0, or -1 with err. */
 static int service_new(const struct coord_config *cfg, void **out, struct cohort_err *err)
 {
     struct scoord *sc = calloc(1, sizeof *sc);
@@ -62,6 +63,7 @@ static int service_new(const struct coord_config *cfg, void **out, struct cohort
     return 0;
 }
 
+/* Frees the streams service (coord_service.h's free); svc may be NULL. */
 static void service_free(void *svc)
 {
     struct scoord *sc = svc;
@@ -73,6 +75,7 @@ static void service_free(void *svc)
     free(sc);
 }
 
+/* Sends op with p to worker r; when that fails, sc is out of memory. */
 static void send_to(struct scoord *sc, uint32_t r, enum streams_op op, const void *p,
                     uint32_t len)
 {
@@ -80,7 +83,7 @@ static void send_to(struct scoord *sc, uint32_t r, enum streams_op op, const voi
         sc->oom = true;
 }
 
-/* The placement's actions, each to its worker. */
+/* Sends the placement's actions, each to its worker. */
 static void tell(struct scoord *sc)
 {
     const struct place_act *a;
@@ -93,7 +96,8 @@ static void tell(struct scoord *sc)
     }
 }
 
-/* The answer to a request the placement took with rc (err when failed). */
+/* Sends the placement's actions, then the answer to a request the
+ * placement took with rc (e's message when it failed). */
 static void answer(struct scoord *sc, uint32_t r, int rc, const struct cohort_err *e)
 {
     tell(sc);
@@ -107,6 +111,7 @@ static void answer(struct scoord *sc, uint32_t r, int rc, const struct cohort_er
     send_to(sc, r, STREAMS_OK, &b, 1);
 }
 
+/* Takes worker r off (peers.h's lost); its streams go to others. */
 static void on_lost(void *ctx, uint32_t r)
 {
     struct scoord *sc = ctx;
@@ -122,6 +127,7 @@ static void on_lost(void *ctx, uint32_t r)
     tell(sc);
 }
 
+/* Sends worker r the placement's totals. */
 static void totals(struct scoord *sc, uint32_t r)
 {
     struct place_status st;
@@ -133,7 +139,8 @@ static void totals(struct scoord *sc, uint32_t r)
     send_to(sc, r, STREAMS_TOTALS, b, sizeof b);
 }
 
-/* One request of worker r: 0, or -1 when it was not one (r is dropped). */
+/* Handles one request of worker r. Returns 0, or -1 when the frame was not
+ * a request (then r is dropped). */
 static int request(struct scoord *sc, uint32_t r, const struct wire_frame *f, int64_t now)
 {
     struct cohort_err e = {0};
@@ -173,7 +180,8 @@ static int request(struct scoord *sc, uint32_t r, const struct wire_frame *f, in
     return 0;
 }
 
-/* A frame of worker r; one that is not a request drops it. */
+/* Handles a frame of worker r (peers.h's frame). Returns 0, or -1 when it
+ * is not a request, which drops the worker. */
 static int on_frame(void *ctx, uint32_t r, const struct wire_frame *f)
 {
     struct scoord *sc = ctx;
@@ -185,6 +193,7 @@ static int on_frame(void *ctx, uint32_t r, const struct wire_frame *f)
     return -1;
 }
 
+/* Takes worker r on (peers.h's joined). */
 static void on_joined(void *ctx, uint32_t r)
 {
     struct scoord *sc = ctx;
@@ -196,8 +205,9 @@ static void on_joined(void *ctx, uint32_t r)
     sc->connected++;
 }
 
-/* The streams service's run (coord_service.h): 0 when every worker closed
- * the set, 1 when some were lost, -1 with err when out of memory. */
+/* Runs the streams service (coord_service.h's run). Returns 0 when every
+ * worker closed the set, 1 when some were lost, or -1 with err when out of
+ * memory. */
 static int service_run(void *svc, struct net *net, struct cohort_err *err)
 {
     struct scoord *sc = svc;

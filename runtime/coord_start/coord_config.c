@@ -1,5 +1,7 @@
-/* coord_config.c - the coordinator's start record (coord_config.h):
- * "CWC6", then big-endian fields and length-prefixed strings. */
+/* coord_config.c - encodes and decodes the coordinator's start record
+ * (coord_config.h): "CWC6", then big-endian fields and length-prefixed
+ * strings. It also answers the relay tree's questions and names the node
+ * relays' sockets. */
 #include "coord_config.h"
 
 #include <stddef.h>
@@ -15,11 +17,13 @@
 
 #define MAGIC "CWC6"
 
+/* A writer appends to p, or with p NULL only counts the bytes in len. */
 struct writer {
     uint8_t *p;
     size_t len;
 };
 
+/* Appends n bytes of src (or only counts them). */
 static void put(struct writer *w, const void *src, size_t n)
 {
     if (w->p)
@@ -27,6 +31,7 @@ static void put(struct writer *w, const void *src, size_t n)
     w->len += n;
 }
 
+/* Appends v as 4 big-endian bytes. */
 static void put32(struct writer *w, uint32_t v)
 {
     uint8_t b[4];
@@ -34,6 +39,7 @@ static void put32(struct writer *w, uint32_t v)
     put(w, b, 4);
 }
 
+/* Appends s's length, then its bytes. */
 static void put_str(struct writer *w, const char *s)
 {
     put32(w, (uint32_t)strlen(s));
@@ -89,12 +95,15 @@ int coord_config_encode(const struct coord_config *cfg, uint8_t **out, size_t *l
     return 0;
 }
 
+/* A reader takes bytes from p; bad is set once a take fails. */
 struct reader {
     const uint8_t *p;
     size_t len, off;
     bool bad;
 };
 
+/* Takes n bytes. Returns them, or NULL (and r->bad set) when fewer are
+ * left. */
 static const uint8_t *take(struct reader *r, size_t n)
 {
     if (r->bad || r->len - r->off < n) {
@@ -105,12 +114,15 @@ static const uint8_t *take(struct reader *r, size_t n)
     return r->p + r->off - n;
 }
 
+/* Takes 4 big-endian bytes. Returns their value, or 0 when none are left. */
 static uint32_t take32(struct reader *r)
 {
     const uint8_t *b = take(r, 4);
     return b ? wire_get32(b) : 0;
 }
 
+/* Takes a length-prefixed string of at most max bytes into out, ending it
+ * with a NUL; a longer or cut one sets r->bad. */
 static void take_str(struct reader *r, char *out, size_t max)
 {
     uint32_t n = take32(r);
@@ -237,8 +249,8 @@ bool coord_config_has_rank(const struct coord_config *c, const struct hs_hello *
            h->node == c->node;
 }
 
-/* prefix and 32 hex digits of msg's digest: HMAC-SHA256 under key, or
- * SHA-256 when key is NULL. */
+/* Writes to out prefix and 32 hex digits of msg's digest: HMAC-SHA256
+ * under key, or SHA-256 when key is NULL. */
 static void digest_name(const char *prefix, const uint8_t *msg, size_t len,
                         const struct auth_key *key, char out[COORD_NAME_MAX + 1])
 {
@@ -280,6 +292,6 @@ socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua)
     memset(ua, 0, sizeof *ua);
     ua->sun_family = AF_UNIX;
     size_t n = strnlen(name, sizeof ua->sun_path - 2);
-    memcpy(ua->sun_path + 1, name, n); /* abstract: sun_path[0] is 0 */
+    memcpy(ua->sun_path + 1, name, n); /* The address is abstract: sun_path[0] is 0. */
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
