@@ -1,10 +1,11 @@
-/* work_service_journal.c - the work coordinator's journal (journal.h) as it uses
- * it: replayed into the scheduler at start (committed ids are never
- * handed out again; items set aside by an earlier step are, with fresh
- * attempts), the taken ids of each commit added, one sync per round
- * before the answers go out (group commit), a commit with results recorded
- * with its part, the totals now and then (for cohort-work status), and the
- * items set aside written at the end. Without a journal, each does nothing. */
+/* work_service_journal.c - the work coordinator's journal (journal.h) as it
+ * uses it. The journal is replayed into the scheduler at start: committed
+ * ids are never handed out again, while items set aside by an earlier step
+ * are, with fresh attempts. The taken ids of each commit are added, and one
+ * sync per round goes before the answers go out (group commit). A commit
+ * with results is recorded with its part, the totals now and then (for
+ * cohort-work status), and the items set aside are written at the end.
+ * Without a journal, each function does nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -12,20 +13,22 @@
 #include "work_service_private.h"
 #include "journal.h"
 
-/* The committed runs replayed, for the scheduler in one call. */
+/* A replayed gathers the committed runs replayed, to give them to the
+ * scheduler in one call. */
 struct replayed {
     struct coord *co;
     struct sched_span *spans;
     size_t n, cap;
 };
 
+/* Takes one event of the journal's replay. Returns 0, or -1 with err. */
 static int replay(void *ctx, const struct journal_event *ev, struct cohort_err *err)
 {
     struct replayed *r = ctx;
     if (ev->kind == JOURNAL_PUBLISHED)
-        return coord_output_replayed(r->co, ev, err); /* its ids come as committed runs */
+        return coord_output_replayed(r->co, ev, err); /* Its ids come as committed runs. */
     if (ev->kind != JOURNAL_COMMITTED)
-        return 0; /* set aside before: tried again in this step */
+        return 0; /* Items set aside before are tried again in this step. */
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 1024;
         struct sched_span *s = realloc(r->spans, cap * sizeof *s);
@@ -124,7 +127,7 @@ int coord_journal_end(struct coord *co, struct cohort_err *err)
 {
     if (!co->journal)
         return 0;
-    coord_journal_progress(co); /* the last totals */
+    coord_journal_progress(co); /* It records the last totals. */
     size_t n = 0;
     const struct sched_aside *a = sched_set_aside(co->s, &n);
     for (size_t i = 0; i < n; i++)

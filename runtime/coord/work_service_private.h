@@ -1,7 +1,8 @@
-/* work_service_private.h - what the parts of the work coordinator share: its
- * state, and the helpers work_service.c (requests), work_service_loop.c (the event loop
- * and when to stop), work_service_journal.c (group commit) and work_service_report.c
- * (progress and the final line) offer each other. Not for other modules. */
+/* work_service_private.h - what the parts of the work coordinator share:
+ * its state, and the helpers that work_service.c (requests),
+ * work_service_loop.c (the event loop and when to stop),
+ * work_service_journal.c (group commit) and work_service_report.c (progress
+ * and the final line) offer each other. Other modules do not include it. */
 #ifndef COHORT_WORK_SERVICE_PRIVATE_H
 #define COHORT_WORK_SERVICE_PRIVATE_H
 
@@ -18,107 +19,111 @@
 struct journal;
 struct journal_event;
 
-/* A part recorded in the journal and not yet under its name. */
+/* A coord_pending is a part recorded in the journal and not yet linked
+ * under its name. */
 struct coord_pending {
     uint64_t part;
-    uint8_t token[16];      /* OUTPUT_TOKEN_LEN: the offered file's */
+    uint8_t token[16];      /* the offered file's (OUTPUT_TOKEN_LEN) */
 };
 
+/* A worker is what the coordinator knows of one rank's worker. */
 struct worker {
     bool on;                /* connected (through its node's relay, peers.h) */
     bool ever;              /* it connected once */
-    bool held;              /* a lease waits for items */
-    uint64_t cap;           /* of that lease */
-    int64_t held_since;     /* a held lease or close, since (ms); 0: none */
-    bool closing;           /* it closed the queue: answered once every item is done */
-    bool closed_ok;         /* and was answered */
-    bool in_ring, in_closes; /* in co->ring, co->closes (work_service_wake.c) */
+    bool held;              /* A lease waits for items. */
+    uint64_t cap;           /* the most ids that lease asks for */
+    int64_t held_since;     /* since when a lease or close is held (ms); 0: none */
+    bool closing;           /* It closed the queue, answered once every item is done. */
+    bool closed_ok;         /* Its close was answered. */
+    bool in_ring, in_closes; /* whether in co->ring, co->closes (work_service_wake.c) */
     uint8_t *due;           /* a commit's answer waiting for the journal's sync */
     uint32_t due_len;
 };
 
 struct coord {
-    struct peers *peers;    /* the ranks, through the node relays (first: its admit,
-                             * coord_service_admit_relays, finds it here) */
+    struct peers *peers;    /* the ranks, through the node relays (it comes first, so
+                             * that coord_service_admit_relays finds it here) */
     const struct coord_config *cfg;
     struct sched *s;
     struct net *net;
-    struct peers_ops ops;   /* work_service.c's: requests in, workers joining and lost,
+    struct peers_ops ops;   /* work_service.c's: requests, workers joining and lost,
                              * at co->now */
     struct worker *w;       /* per rank */
     uint64_t *ids;          /* COORD_LEASE_MAX: one request's ids */
-    uint8_t *spans;         /* and their spans */
+    uint8_t *spans;         /* the spans of those ids */
     uint8_t *verdicts;      /* per id of a commit or failure */
     uint64_t *stale;        /* COORD_LEASE_MAX: the ids of one call found stale */
     struct journal *journal;
-    bool journal_failed;    /* an add failed: the next sync fails with its line */
+    bool journal_failed;    /* An add failed: the next sync fails with its line. */
     struct cohort_err journal_error;
     struct journal_progress said; /* the totals last recorded */
-    int64_t next_record;    /* when they are recorded next (if changed) */
+    int64_t next_record;    /* when the totals are recorded next (if changed) */
     int out_fd;             /* the output directory; -1: none */
-    int lock_fd;            /* its .lock, locked while this coordinator runs; -1 */
-    int offers_fd;          /* its offers' folder (output.h); -1 */
+    int lock_fd;            /* its .lock, locked while this coordinator runs; -1: none */
+    int offers_fd;          /* its offers' folder (output.h); -1: none */
     uint64_t next_part;     /* the number the next published part gets */
-    struct coord_pending *pend; /* recorded, to be linked after the sync */
+    struct coord_pending *pend; /* parts recorded, to be linked after the sync */
     size_t n_pend, cap_pend;
     char host[64];          /* where the coordinator runs, for messages */
     uint32_t connected, lost_workers;
     uint32_t came;          /* workers that connected at least once */
     uint32_t drained;       /* workers that closed drained */
     uint64_t published;     /* parts published by this coordinator */
-    char refused[COHORT_ERR_LEN]; /* why the last commit with results was refused; "" */
-    bool changed;           /* items came back or finished: held leases may go */
+    char refused[COHORT_ERR_LEN]; /* why the last commit with results was refused; "": none */
+    bool changed;           /* Items came back or finished: held leases may go. */
     uint32_t *ring;         /* held leases, oldest first: ring_len from ring_head */
     size_t ring_head, ring_len;
     uint32_t *closes;       /* closes waiting for the queue to be done */
     size_t n_closes;
     int64_t next_sweep;     /* the keepalive's next sweep over every rank */
-    int64_t retry_at;       /* held leases are tried again then (a copy may be due) */
+    int64_t retry_at;       /* when held leases are tried again (a copy may be due) */
     bool oom;
-    int64_t now;            /* of this round's events */
+    int64_t now;            /* the time of this round's events */
     int64_t start_ms, join_by, next_wake, next_progress;
     uint64_t granted, last_committed;
 };
 
-/* work_service_loop.c: serves on co->net as the work service's run says
- * (work_service.h). */
+/* work_service_loop.c: coord_run serves on co->net as the work service's
+ * run says (work_service.h). */
 int coord_run(struct coord *co, struct cohort_err *err);
 
-/* work_service_answer.c: a frame of op to rank (none when it is gone), the
- * queue's totals as op (WORK_TOTALS, WORK_CLOSED), why the coordinator
- * stops (WORK_STOPPED with why's code and sentence, to every worker still
- * connected), whether every item is committed or set aside. */
+/* work_service_answer.c: coord_send sends a frame of op to rank (none when
+ * it is gone); coord_totals sends the queue's totals as op (WORK_TOTALS,
+ * WORK_CLOSED); coord_stopped tells every worker still connected why the
+ * coordinator stops (WORK_STOPPED with why's code and sentence);
+ * coord_finished says whether every item is committed or set aside. */
 void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len);
 void coord_totals(struct coord *co, uint32_t rank, enum work_op op);
 void coord_stopped(struct coord *co, const struct cohort_err *why);
 bool coord_finished(const struct coord *co);
 
 
-/* work_service_wake.c: a lease answered now or held (coord_lease); a held lease
- * or close noted (coord_hold), tried again after a change, answered once
- * the queue is done or at the keepalive (coord_wake, each turn of the
- * loop). */
+/* work_service_wake.c: coord_lease answers a lease now or holds it;
+ * coord_hold notes a held lease or close; coord_wake, called each turn of
+ * the loop, tries held leases again after a change and answers them once
+ * the queue is done or at the keepalive. */
 int coord_wake_new(struct coord *co);
 void coord_wake_free(struct coord *co);
 void coord_lease(struct coord *co, uint32_t rank, int64_t now);
 void coord_hold(struct coord *co, uint32_t rank, bool close);
 void coord_wake(struct coord *co, int64_t now);
 
-/* The journal: opened (and replayed into the scheduler) at start, the
- * taken ids of a commit added (co->ids with co->verdicts), synced once a
- * round before the held answers go out. Without a journal they do nothing. */
+/* The journal is opened (and replayed into the scheduler) at start;
+ * coord_journal_add adds the taken ids of a commit (co->ids with
+ * co->verdicts); coord_journal_sync syncs it once a round before the held
+ * answers go out. Without a journal these do nothing. */
 int coord_journal_open(struct coord *co, struct cohort_err *err);
 int coord_journal_add(struct coord *co, size_t n);
 int coord_journal_sync(struct coord *co, struct cohort_err *err);
-/* The totals recorded for cohort-work status, when they changed since
- * the last record (synced with the round): whether a record was made. */
+/* Records the totals for cohort-work status when they changed since the
+ * last record (synced with the round). Returns whether a record was made. */
 bool coord_journal_progress(struct coord *co);
-/* At the end: the items set aside, written and synced. */
+/* At the end, writes the items set aside and syncs them. */
 int coord_journal_end(struct coord *co, struct cohort_err *err);
 void coord_journal_close(struct coord *co);
 
-/* A commit with results (COMMIT_OUTPUT) of co->ids[0..n-1]: its ids and
- * part recorded with the others of the round. 0, or -1 when the journal
+/* Records a commit with results (COMMIT_OUTPUT) of co->ids[0..n-1], its ids
+ * and part, with the others of the round. Returns 0, or -1 when the journal
  * failed (the next sync says so). */
 int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, uint32_t kind,
                           const uint8_t *token, size_t n);
@@ -143,7 +148,8 @@ int coord_output_publish(struct coord *co, struct cohort_err *err);
 void coord_output_discard(struct coord *co, const uint8_t *token);
 void coord_output_close(struct coord *co);
 
-/* Verbose: a progress line now and then, and the final line. */
+/* When verbose, these write a progress line now and then, and the final
+ * line. */
 void coord_progress(struct coord *co, int64_t now);
 void coord_report(struct coord *co);
 

@@ -1,12 +1,12 @@
-/* work_service_wake.c - the work coordinator's held requests (work_service_private.h):
- * leases answered or, with nothing to hand out yet, held, and closes before
- * the queue is done.
+/* work_service_wake.c - the work coordinator's held requests
+ * (work_service_private.h). It answers leases or, with nothing to hand out
+ * yet, holds them, and it holds closes that come before the queue is done.
  * After a change (or at the moment the scheduler said a copy may become
  * worthwhile) the held leases are tried again oldest first from a ring,
- * stopping after COORD_RETRY_WAITS in a row still find nothing (at 131,072
+ * stopping once COORD_RETRY_WAITS in a row still find nothing: at 131,072
  * ranks, trying every held lease after every commit would cost the
- * coordinator far more than the commit); once the queue is done every held
- * lease and close is answered; a sweep over all ranks each COORD_SWEEP_MS
+ * coordinator far more than the commit. Once the queue is done, every held
+ * lease and close is answered. A sweep over all ranks each COORD_SWEEP_MS
  * answers those held for the keepalive, and the closes of a queue nobody
  * will finish. */
 #include <stdio.h>
@@ -17,8 +17,8 @@
 #include "work_sched.h"
 #include "work_msg.h"
 
-#define COORD_SWEEP_MS 1000  /* the keepalive's sweep over every rank, this often */
-#define COORD_RETRY_WAITS 4 /* held leases tried in a row without result end a retry */
+#define COORD_SWEEP_MS 1000  /* the keepalive sweeps every rank this often */
+#define COORD_RETRY_WAITS 4 /* this many held leases tried in a row without result end a retry */
 
 int coord_wake_new(struct coord *co)
 {
@@ -52,8 +52,9 @@ void coord_lease(struct coord *co, uint32_t rank, int64_t now)
     } else if (rc == SCHED_WAIT) {
         w->held_since = w->held_since ? w->held_since : now;
         coord_hold(co, rank, false);
-        if (g.wait_until < co->retry_at) /* a copy may become worthwhile then */
-            co->retry_at = g.wait_until;     /* coord_wake wakes the loop by then */
+        /* A copy may become worthwhile then; coord_wake wakes the loop by then. */
+        if (g.wait_until < co->retry_at)
+            co->retry_at = g.wait_until;
     } else {
         coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
     }
@@ -87,12 +88,12 @@ static void retry_held(struct coord *co, bool done, int64_t now)
         w->in_ring = false;
         if (!w->on || !w->held)
             continue;
-        coord_lease(co, r, now); /* held again: back into the ring */
+        coord_lease(co, r, now); /* If held again, it goes back into the ring. */
         waits = w->held ? waits + 1 : 0;
     }
 }
 
-/* Once the queue is done: every close waiting is answered. */
+/* Answers every close waiting, once the queue is done. */
 static void answer_closes(struct coord *co)
 {
     for (size_t i = 0; i < co->n_closes; i++) {
@@ -106,9 +107,9 @@ static void answer_closes(struct coord *co)
     co->n_closes = 0;
 }
 
-/* With items left (st, the caller saw the queue not finished): none
- * leased, and every worker ever to come is closing or gone: nobody will do
- * them. */
+/* Returns whether a queue with items left (st: the caller saw it not
+ * finished) is stranded: none is leased, and every worker ever to come is
+ * closing or gone, so nobody will do them. */
 static bool stranded(const struct coord *co, const struct sched_status *st)
 {
     if (co->came < co->cfg->size || st->leased)
@@ -119,9 +120,9 @@ static bool stranded(const struct coord *co, const struct sched_status *st)
     return true;
 }
 
-/* Every closing worker of a stranded queue is told why its close fails,
- * and why the last commit with results was refused, if one was (its ids
- * went back to the queue). */
+/* Tells every closing worker of a stranded queue why its close fails, and
+ * why the last commit with results was refused, if one was (its ids went
+ * back to the queue). */
 static void refuse_closes(struct coord *co, const struct sched_status *st)
 {
     char msg[320 + sizeof co->refused];
@@ -142,9 +143,9 @@ static void refuse_closes(struct coord *co, const struct sched_status *st)
         }
 }
 
-/* The keepalive: a lease or close held for about COORD_KEEPALIVE_MS (one
- * sweep early rather than late) is answered WAIT (a lease tried once more
- * first); the client asks again. */
+/* Sweeps for the keepalive: a lease or close held for about
+ * COORD_KEEPALIVE_MS (one sweep early rather than late) is answered WAIT,
+ * and a lease is tried once more first. The client then asks again. */
 static void sweep(struct coord *co, int64_t now)
 {
     int64_t due = now - (COORD_KEEPALIVE_MS - COORD_SWEEP_MS);
@@ -177,7 +178,7 @@ void coord_wake(struct coord *co, int64_t now)
             refuse_closes(co, &st);
     }
     if (co->changed || done || now >= co->retry_at) {
-        co->retry_at = INT64_MAX; /* the held ones still waiting set it again */
+        co->retry_at = INT64_MAX; /* The held ones still waiting set it again. */
         retry_held(co, done, now);
     }
     if (done)
