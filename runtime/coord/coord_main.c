@@ -1,6 +1,6 @@
-/* coord_main.c - cohort-work-coord, the coordinator's process. Started by
- * one rank of the step (cohort_work_open, cohort_streams_open), never a
- * part of a worker: it reads its start record (coord_config.h) from
+/* coord_main.c - cohort-work-coord, the coordinator's process. One rank of
+ * the step starts it (cohort_work_open, cohort_streams_open); it is never a
+ * part of a worker. It reads its start record (coord_config.h) from
  * standard input, checks that a connection per relay at the top of
  * the relays' tree (coord_config.h) fits under its open-file limit (the
  * soft one raised to the hard one), listens on a TCP port of its own (any
@@ -8,14 +8,14 @@
  * that port as one line on standard output ("error WHY" when it cannot
  * start), and serves the queue (work_service.h), the stream set
  * (streams_service.h) or the step's store (store_service.h, on the port
- * its record names) until it is done or no worker (agent) is left: each
- * service started the same way, through its table (coord_service.h).
+ * its record names) until it is done or no worker (agent) is left; it
+ * starts each service the same way, through its table (coord_service.h).
  * With a relay's record it is that node's relay instead, started by the
  * node's first rank, and the node's relay process for the step's later
- * queues and sets (host.h). Exit
- * status: 0 every item done (every worker closed the set; a relay: its
- * coordinator ended), 1 workers left before, 2 it could not start or failed
- * (one line on standard error). */
+ * queues and sets (host.h). Its exit status is 0 when every item is done
+ * (every worker closed the set; for a relay, its coordinator ended), 1 when
+ * workers left before, and 2 when it could not start or failed (with one
+ * line on standard error). */
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -34,23 +34,25 @@
 
 #define RECORD_MAX (64u << 20)
 
-/* The start record into cfg. */
+/* Reads the start record from standard input into cfg. Returns 0, or -1
+ * with err. */
 static int record(struct coord_config *cfg, struct cohort_err *err)
 {
     int rc = coord_record_read(0, -1, RECORD_MAX, cfg, err);
     return rc == -2 ? cohort_fail(err, "cannot read its start record from standard input") : rc;
 }
 
-/* The connections a coordinator of cfg serves: the store holder's one per
- * node's agent, a queue's or set's one per relay at the top of the
- * relays' tree. */
+/* Returns how many connections a coordinator of cfg serves: the store
+ * holder serves one per node's agent, a queue or set one per relay at the
+ * top of the relays' tree. */
 static uint32_t peers_of(const struct coord_config *cfg)
 {
     return cfg->kind == COORD_STORE ? cfg->num_nodes : coord_relay_kids(cfg, COORD_TOP);
 }
 
-/* A listener on a port of its own, its peers' slots kept from strangers,
- * told to the starting rank. */
+/* Makes *net and a listener on a port of its own, keeps its peers' slots
+ * from strangers, and tells the starting rank the port. Returns 0, or -1
+ * with err. */
 static int listen_and_tell(const struct coord_config *cfg, const struct net_ops *ops,
                            struct net **net, struct cohort_err *err)
 {
@@ -67,7 +69,7 @@ static int listen_and_tell(const struct coord_config *cfg, const struct net_ops 
     return coord_started(port, NULL, err);
 }
 
-/* The service of cfg's kind (its start record is not a relay's). */
+/* Returns the service of cfg's kind (its start record is not a relay's). */
 static const struct coord_service_ops *service_of(const struct coord_config *cfg)
 {
     return cfg->kind == COORD_STORE     ? &store_service_ops
@@ -75,11 +77,12 @@ static const struct coord_service_ops *service_of(const struct coord_config *cfg
                                         : &work_service_ops;
 }
 
-/* Serves cfg with service s: its peers' connections checked against the
- * open-file limit (every one at the top of the relays' tree holds one of
- * its own: when they cannot all fit, every rank is told at once, not left
- * out until its deadline), then new, a listener with its admit, run, free.
- * s's run's result, or -2 when it could not start (err says why). */
+/* Serves cfg with service s. It first checks its peers' connections against
+ * the open-file limit: every relay at the top of the relays' tree holds one
+ * of its own, and when they cannot all fit, every rank is told at once
+ * rather than left out until its deadline. Then it calls s's new, listens
+ * with s's admit, and calls s's run and free. Returns s's run's result, or
+ * -2 when it could not start (err says why). */
 static int serve(const struct coord_service_ops *s, const struct coord_config *cfg,
                  struct cohort_err *err)
 {
@@ -97,12 +100,12 @@ static int serve(const struct coord_service_ops *s, const struct coord_config *c
     return rc;
 }
 
-/* Slurm's warnings (a time limit's or preemption's SIGTERM, --signal's
- * USR1 or USR2) and a terminal's are for the workers, which drain: the
- * coordinator serves their last commits and closes, then ends once they
- * have gone (SIGKILL still ends it). A write to a closed pipe (its
- * starting rank's standard error gone) fails instead of ending it, and
- * with it every relay its process runs. */
+/* Ignores Slurm's warnings (a time limit's or preemption's SIGTERM,
+ * --signal's USR1 or USR2) and a terminal's: they are for the workers,
+ * which drain. The coordinator serves their last commits and closes, then
+ * ends once they have gone (SIGKILL still ends it). A write to a closed
+ * pipe (its starting rank's standard error gone) fails instead of ending
+ * the process, and with it every relay the process runs. */
 static void ignore_warnings(void)
 {
     static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE};
@@ -118,7 +121,7 @@ int main(void)
     ignore_warnings();
     int got = record(&cfg, &err);
     if (got == 0 && cfg.kind == COORD_RELAY) {
-        rc = host_main(&cfg); /* its lines said */
+        rc = host_main(&cfg); /* host_main said its own lines. */
         coord_config_free(&cfg);
         return rc;
     }
@@ -126,7 +129,8 @@ int main(void)
     if (got == 0)
         rc = serve(s, &cfg, &err);
     if (rc == -2) {
-        printf("error %s\n", err.msg); /* the starting rank's failure, on every rank */
+        /* This is the starting rank's failure, seen on every rank. */
+        printf("error %s\n", err.msg);
         fflush(stdout);
         rc = 2;
     } else if (rc < 0) {

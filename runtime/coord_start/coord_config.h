@@ -1,12 +1,13 @@
 /* coord_config.h - what the rank that starts a work coordinator tells it
  * through its standard input: the step (job, step, every rank's node, the
  * view every worker's hello must carry), how to prove itself (the step's
- * secret, or munge), and what it serves: a queue (name, items, journal,
- * output directory, lease timeout, attempts), a stream set (name, worker lease, load
- * bound, shedding) or the step's store (the port it listens on), whose
- * peers are the node agents, one per node; or, for a node relay (relay.h),
- * where the coordinator is and the name of the node's socket. One binary record, encoded and checked here, so that the
- * library and the coordinator cannot disagree on it. */
+ * secret, or munge), and what it serves. It serves a queue (name, items,
+ * journal, output directory, lease timeout, attempts), a stream set (name,
+ * worker lease, load bound, shedding) or the step's store (the port it
+ * listens on), whose peers are the node agents, one per node. For a node
+ * relay (relay.h), it says where the coordinator is and the name of the
+ * node's socket. It is one binary record, encoded and checked here, so
+ * that the library and the coordinator cannot disagree on it. */
 #ifndef COHORT_COORD_CONFIG_H
 #define COHORT_COORD_CONFIG_H
 
@@ -30,8 +31,8 @@ enum coord_kind {
     COORD_RELAY = 3,              /* a node's relay to a queue's or stream set's coordinator */
 };
 
-/* The rank a node agent's or node relay's hello carries (its node is the
- * node's). */
+/* A node agent's or node relay's hello carries this rank (and its own
+ * node). */
 #define COORD_AGENT_RANK 0xfffffffeu
 
 /* The relays of a queue's or stream set's step form a tree of nodes, as
@@ -48,80 +49,83 @@ struct coord_config {
     uint32_t job, step, size, num_nodes;
     uint32_t *rank_node;          /* size entries (malloc'd by coord_config_decode) */
     uint8_t view[HS_VIEW_LEN];
-    uint64_t n_items;             /* a queue's */
-    uint32_t lease_timeout_s;     /* a queue's leases; a stream set's workers */
-    uint32_t max_attempts;        /* a queue's */
+    uint64_t n_items;             /* for a queue */
+    uint32_t lease_timeout_s;     /* for a queue's leases; for a stream set's workers */
+    uint32_t max_attempts;        /* for a queue */
     double epsilon;               /* a stream set's load bound (place.h) */
-    uint32_t shed_after_ms;       /* a stream set's (place.h) */
-    uint32_t join_timeout_s;      /* every worker connects within this, or is given up */
-    uint16_t port;                /* the port to listen on; 0: one the kernel picks; a
-                                   * relay: its coordinator's */
-    uint32_t node;                /* a relay: its node */
-    char host[256];               /* a relay: the host it dials, its coordinator's or its
-                                   * parent relay's (port: that one's) */
+    uint32_t shed_after_ms;       /* for a stream set (place.h) */
+    uint32_t join_timeout_s;      /* Every worker connects within this, or is given up. */
+    uint16_t port;                /* the port to listen on (0: one the kernel picks); for
+                                   * a relay, its coordinator's */
+    uint32_t node;                /* for a relay, its node */
+    char host[256];               /* for a relay, the host it dials: its coordinator's or its
+                                   * parent relay's (port is that one's) */
     uint32_t fanout;              /* relays below the coordinator, and below each relay
                                    * (queues and stream sets; 1 to COORD_MAX_FANOUT) */
     bool verbose;
-    char name[COORD_NAME_MAX + 1]; /* what is served; a relay: its socket's name */
+    char name[COORD_NAME_MAX + 1]; /* what is served; for a relay, its socket's name */
     char journal[COORD_PATH_MAX + 1]; /* "": none */
     char output[COORD_PATH_MAX + 1];  /* a queue's results' directory; "": none */
 };
 
-/* The node whose relay node's relay dials, or COORD_TOP. */
+/* Returns the node whose relay node's relay dials, or COORD_TOP. */
 uint32_t coord_relay_up(const struct coord_config *cfg, uint32_t node);
 
-/* How many relays dial node's (COORD_TOP: the coordinator). */
+/* Returns how many relays dial node's (COORD_TOP: the coordinator). */
 uint32_t coord_relay_kids(const struct coord_config *cfg, uint32_t node);
 
-/* The relay below from's (COORD_TOP: the coordinator) whose subtree holds
- * node (node's own relay when it dials from's), or UINT32_MAX when node is
- * not below from. */
+/* Returns the relay below from's (COORD_TOP: the coordinator) whose subtree
+ * holds node (node's own relay when it dials from's), or UINT32_MAX when
+ * node is not below from. */
 uint32_t coord_relay_toward(const struct coord_config *cfg, uint32_t from, uint32_t node);
 
-/* How many relays are between node's and the coordinator. */
+/* Returns how many relays are between node's and the coordinator. */
 uint32_t coord_relay_depth(const struct coord_config *cfg, uint32_t node);
 
-/* The levels of the relays' tree (1 up to fanout nodes). They start one
- * after the other, each within the join timeout, and the ranks come after
- * the last: the coordinator waits for the ranks, and a relay for anything
- * below it, (levels + 1) join timeouts from its start. */
+/* Returns the levels of the relays' tree (1 up to fanout nodes). They start
+ * one after the other, each within the join timeout, and the ranks come
+ * after the last, so the coordinator waits for the ranks, and a relay for
+ * anything below it, (levels + 1) join timeouts from its start. */
 uint32_t coord_relay_levels(const struct coord_config *cfg);
 
-/* The record of cfg, malloc'd into *out (*len bytes). -1 when out of memory. */
+/* Encodes the record of cfg, malloc'd into *out (*len bytes). Returns 0,
+ * or -1 when out of memory. */
 int coord_config_encode(const struct coord_config *cfg, uint8_t **out, size_t *len);
 
-/* Reads a record back (cfg->rank_node malloc'd; free with
- * coord_config_free). 0, or -1 with err when it is not a whole record. */
+/* Reads a record back (cfg->rank_node is malloc'd; free it with
+ * coord_config_free). Returns 0, or -1 with err when it is not a whole
+ * record. */
 int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *cfg,
                         struct cohort_err *err);
 void coord_config_free(struct coord_config *cfg);
 
-/* Whether a proven hello comes from one of cfg's peers, with the step's
- * view: a store's are the node agents (COORD_AGENT_RANK) of the step's
- * nodes; a queue's or stream set's the relays (COORD_AGENT_RANK) that dial
- * it; a relay's, the ranks of its node and the relays that dial it. */
+/* Returns whether a proven hello comes from one of cfg's peers, with the
+ * step's view. A store's peers are the node agents (COORD_AGENT_RANK) of
+ * the step's nodes; a queue's or stream set's are the relays
+ * (COORD_AGENT_RANK) that dial it; a relay's are the ranks of its node and
+ * the relays that dial it. */
 bool coord_config_has_rank(const struct coord_config *cfg, const struct hs_hello *h);
 
-/* The name of node's relay to the coordinator that nonce (16 random
- * bytes, rank 0's, given to every rank) stands for: "cohort-relay-" and
- * 32 hex digits of SHA-256(nonce, node), so that one node's name (which
- * any local user can read in /proc/net/unix once it is held) tells
- * nothing of another's; and its Unix socket's abstract address (nothing
- * on disk; net's Unix listener refuses other uids).
- * coord_relay_addr returns the address's length. */
+/* coord_relay_name writes the name of node's relay to the coordinator that
+ * nonce (16 random bytes, rank 0's, given to every rank) stands for:
+ * "cohort-relay-" and 32 hex digits of SHA-256(nonce, node), so that one
+ * node's name (which any local user can read in /proc/net/unix once it is
+ * held) tells nothing of another's. coord_relay_addr writes its Unix
+ * socket's abstract address (nothing on disk; net's Unix listener refuses
+ * other uids) and returns the address's length. */
 void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1]);
 socklen_t coord_relay_addr(const char *name, struct sockaddr_un *ua);
 
-/* The name of the socket of the node's relay process (host.h) for the
- * step of cfg (a relay's record): "cohort-relays-" and 32 hex digits of
- * HMAC-SHA256(the step's secret, uid, job, step, node), the same for
- * every queue and set of the step, which cannot be worked out without the
+/* Writes the name of the socket of the node's relay process (host.h) for
+ * the step of cfg (a relay's record): "cohort-relays-" and 32 hex digits of
+ * HMAC-SHA256(the step's secret, uid, job, step, node). The name is the same
+ * for every queue and set of the step, and cannot be worked out without the
  * secret (once held, /proc/net/unix shows it: a local user can take it
  * after the process ends, with the same effect as below).
- * Under munge there is no shared secret: SHA-256 of the uid, job, step and
- * node, which a local user can work out and take first (then every queue
- * or set has a relay process of its own, as without the host: the rank
- * checks the owner before it sends anything). */
+ * Under munge there is no shared secret, so the name hashes the uid, job,
+ * step and node with SHA-256, which a local user can work out and take
+ * first. Then every queue or set has a relay process of its own, as without
+ * the host: the rank checks the owner before it sends anything. */
 void coord_host_name(const struct coord_config *cfg, char out[COORD_NAME_MAX + 1]);
 
 #endif
