@@ -1,7 +1,8 @@
 /* agent.h - what the parts of cohort-agent, the node agent, share: its
- * state, and the helpers agent_main.c (start, the loop), agent_local.c
+ * state, and the helpers that agent_main.c (start, the loop), agent_local.c
  * (the node's TCPStore clients, and the holder's answers to them) and
- * agent_up.c (the link to the store holder) offer each other. Not for other modules. */
+ * agent_up.c (the link to the store holder) offer each other. Other modules
+ * do not include it. */
 #ifndef COHORT_AGENT_H
 #define COHORT_AGENT_H
 
@@ -18,36 +19,38 @@
 #include "tcpstore.h"
 
 #define AGENT_CLIENTS_MAX 4096 /* local connections at once; more are closed */
-/* The most answers a client may leave unread: past it, it is closed with
- * a line (a client that reads holds one answer at most, and one answer is
- * always taken, up to a frame's 64 MiB). */
+/* A client may leave at most this much of answers unread: past it, it is
+ * closed with a line. A client that reads holds one answer at most, and one
+ * answer is always taken, up to a frame's 64 MiB. */
 #define AGENT_CLIENT_OUT_MAX (64u << 20)
 /* The node's clients are not read while this much is unsent to the
- * holder (it reads the agent's queries as it sends their answers out). */
+ * holder, which reads the agent's queries as it sends their answers out. */
 #define AGENT_UP_OUT_MAX (16u << 20)
 
-/* A local TCPStore client (a rank's TCPStore object holds one or two). */
+/* A client is a local TCPStore client; a rank's TCPStore object holds one
+ * or two. */
 struct client {
     int fd;                  /* -1: gone */
     uint32_t id;             /* the agent's number for it, never reused */
     enum ts_dialect d;
-    unsigned long inode;     /* its socket's, to find its process for notes */
+    unsigned long inode;     /* its socket's inode, to find its process for notes */
     uint8_t *in, *out;
     size_t in_len, in_cap, out_len, out_cap;
-    bool closing;            /* its query failed: closed once its output is out */
+    bool closing;            /* Its query failed: it is closed once its output is out. */
 };
 
+/* The agent's state. */
 struct agent {
     struct cohort_step step;
     uint32_t *rank_node;
     uint8_t view[40];
     struct auth_key key;
-    uid_t uid;               /* the job's user: the only one served */
+    uid_t uid;               /* the job's user, the only one served */
     int timeout_s;
     bool verbose;
     char host[256];          /* the store holder's host and port */
     uint16_t port;
-    pid_t holder;            /* node 0: the holder it started */
+    pid_t holder;            /* on node 0, the holder it started */
     struct net *net;
     struct addrinfo *addrs;
     struct net_conn *up;     /* to the holder */
@@ -61,41 +64,47 @@ struct agent {
     struct coord_config relays; /* the step and node whose relays it runs (host.h) */
 };
 
-/* agent_up.c: dials the holder (its deadline the step's timeout). 0, or
- * -1 with err. */
+/* agent_up.c: agent_up_start dials the holder, with the step's timeout as
+ * its deadline. Returns 0, or -1 with err. */
 int agent_up_start(struct agent *a, struct cohort_err *err);
-/* Sends a frame to the holder: 0, or -1 (out of memory, or no link). */
+/* Sends a frame to the holder. Returns 0, or -1 when out of memory or
+ * there is no link. */
 int agent_up_send(struct agent *a, uint16_t op, uint32_t client, const uint8_t *p1,
                   size_t n1, const uint8_t *p2, size_t n2);
-/* Whether the link to the holder has over AGENT_UP_OUT_MAX unsent. */
+/* Returns whether the link to the holder has over AGENT_UP_OUT_MAX
+ * unsent. */
 bool agent_up_full(const struct agent *a);
 
-/* agent_local.c: the loopback listener on a port the kernel picks. */
+/* agent_local.c: agent_local_listen makes the loopback listener on a port
+ * the kernel picks. Returns 0, or -1 with err. */
 int agent_local_listen(struct agent *a, struct cohort_err *err);
-/* Accepts what waits on the listener: the job's user's connections. */
+/* Accepts what waits on the listener; only the job's user's connections
+ * are kept. */
 void agent_local_accept(struct agent *a);
 /* Reads, parses and forwards what client i sent; writes what it waits for. */
 void agent_local_serve(struct agent *a, size_t i, unsigned events);
-/* Queries held while the link was not up go out now (or fail with it). */
+/* Sends now the queries held while the link was not up (or fails them with
+ * it). */
 void agent_local_resume(struct agent *a);
-/* The client with that number, or NULL when gone. */
+/* Returns the client with that number, or NULL when it is gone. */
 struct client *agent_local_find(struct agent *a, uint32_t id);
-/* Bytes for a client, queued and written as it takes them; a client
- * closing gets nothing more, one that would hold over
- * AGENT_CLIENT_OUT_MAX unread is closed with a line (its answers
- * dropped). */
+/* Queues bytes for a client and writes them as it takes them. A client
+ * closing gets nothing more; one that would hold over AGENT_CLIENT_OUT_MAX
+ * unread is closed with a line (its answers dropped). */
 void agent_local_write(struct agent *a, struct client *c, const uint8_t *p, size_t n);
-/* A line (no newline) into the stderr of the client's task; closes it
- * after its output when drop. */
+/* Writes a line (no newline) into the stderr of the client's task; when
+ * drop, closes the client after its output. */
 void agent_local_note(struct agent *a, struct client *c, const char *line, bool drop);
-/* Closes what is gone or done; frees their slots. */
+/* Closes the clients that are gone or done, and frees their slots. */
 void agent_local_sweep(struct agent *a);
-/* A round of the holder's link (its events since the last net_poll): its
- * answers to the clients, its failure told to each. */
+/* Handles a round of the holder's link (its events since the last
+ * net_poll): passes its answers to the clients, and tells each its
+ * failure. */
 void agent_local_up_events(struct agent *a, struct net_event *ev, int n);
 
-/* peer.c: the uid and socket inode of the loopback TCP client connected
- * to fd (the kernel's socket diagnostics): 0, or -1. */
+/* peer.c: peer_tcp_owner finds the uid and socket inode of the loopback
+ * TCP client connected to fd (from the kernel's socket diagnostics).
+ * Returns 0, or -1. */
 int peer_tcp_owner(int fd, uid_t *uid, unsigned long *inode);
 /* Writes line and a newline to the standard error of the process of uid
  * holding the socket inode; false when no such process was found. */

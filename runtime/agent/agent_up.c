@@ -1,6 +1,7 @@
-/* agent_up.c - the node agent's one authenticated connection to the
- * step's store holder (see agent.h): dialed with the step's handshake as
- * the node's agent; frames sent on it (agent_local.c reads what comes). */
+/* agent_up.c - the node agent's one authenticated connection to the step's
+ * store holder (see agent.h). It dials the holder with the step's handshake
+ * as the node's agent and sends frames on it; agent_local.c reads what
+ * comes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
-/* peer.c - who is at the other end of a loopback TCP connection: the
- * kernel's socket diagnostics (NETLINK_SOCK_DIAG) give the uid that made
- * the peer's socket and its inode, which SO_PEERCRED gives only for Unix
- * sockets; and the process holding that socket, found in /proc, to write
- * a note into its standard error. See agent.h. */
+/* peer.c - finds who is at the other end of a loopback TCP connection. The
+ * kernel's socket diagnostics (NETLINK_SOCK_DIAG) give the uid that made the
+ * peer's socket and its inode, which SO_PEERCRED gives only for Unix
+ * sockets. The process holding that socket is found in /proc, to write a
+ * note into its standard error. See agent.h. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -20,7 +20,7 @@
 
 #include "agent.h"
 
-#define TCP_ESTABLISHED_STATE 1 /* linux/tcp_states.h: TCP_ESTABLISHED */
+#define TCP_ESTABLISHED_STATE 1 /* linux/tcp_states.h's TCP_ESTABLISHED */
 
 int peer_tcp_owner(int fd, uid_t *uid, unsigned long *inode)
 {
@@ -39,7 +39,7 @@ int peer_tcp_owner(int fd, uid_t *uid, unsigned long *inode)
     } q = {.h = {.nlmsg_len = sizeof q, .nlmsg_type = SOCK_DIAG_BY_FAMILY,
                  .nlmsg_flags = NLM_F_REQUEST},
            .r = {.sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u}};
-    /* the peer's socket: its end is the source, ours the destination */
+    /* The peer's socket is asked for: its end is the source, ours the destination. */
     q.r.id.idiag_sport = peer.sin_port;
     q.r.id.idiag_dport = me.sin_port;
     memcpy(q.r.id.idiag_src, &peer.sin_addr, 4);
@@ -56,8 +56,8 @@ int peer_tcp_owner(int fd, uid_t *uid, unsigned long *inode)
         if (n > 0 && NLMSG_OK(h, (size_t)n) && h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
             h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg))) {
             const struct inet_diag_msg *m = NLMSG_DATA(h);
-            /* a socket its owner closed already (a time-wait one) has no
-             * uid or inode to show: refused like a stranger */
+            /* A socket its owner closed already (a time-wait one) has no
+             * uid or inode to show, so it is refused like a stranger. */
             if (m->id.idiag_sport == peer.sin_port && m->id.idiag_dport == me.sin_port &&
                 m->idiag_state == TCP_ESTABLISHED_STATE && m->idiag_inode != 0) {
                 *uid = m->idiag_uid;
@@ -70,7 +70,8 @@ int peer_tcp_owner(int fd, uid_t *uid, unsigned long *inode)
     return rc;
 }
 
-/* Whether process pid (a /proc entry of uid) holds the socket. */
+/* Returns whether process pid (a /proc entry of uid) holds the socket whose
+ * fd link reads want. */
 static bool holds(const char *pid, const char *want)
 {
     char path[300], link[64];

@@ -1,7 +1,8 @@
 /* work_service_answer.c - what the work coordinator sends a worker
- * (work_service_private.h): a frame of the queue's messages, the queue's totals,
- * why it stops, and whether every item is done. Called by work_service.c,
- * work_service_wake.c and work_service_loop.c; it calls none of them. */
+ * (work_service_private.h): a frame of the queue's messages, the queue's
+ * totals and why it stops; it also says whether every item is done.
+ * work_service.c, work_service_wake.c and work_service_loop.c call it; it
+ * calls none of them. */
 #include <string.h>
 
 #include "work_service_private.h"

@@ -1,14 +1,16 @@
 /* work_service_loop.c - the work coordinator's event loop (coord_run in
- * work_service.h): a round of events, the scheduler's deadlines, group commit,
- * held answers, and the moment to stop. */
+ * work_service.h). Each round takes in the events, the scheduler's
+ * deadlines, the group commit and the held answers, and decides whether
+ * it is time to stop. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "work_service_private.h"
 
-/* The offers' names and the journal are synced, the parts it recorded
- * linked under their names, then every commit answer it held goes out. */
+/* Syncs the offers' names and the journal, links the parts the journal
+ * recorded under their names, then sends every commit answer held. Returns
+ * 0, or -1 with err. */
 static int answer_due(struct coord *co, struct cohort_err *err)
 {
     if (coord_output_durable(co, err) < 0 || coord_journal_sync(co, err) < 0 ||
@@ -25,10 +27,10 @@ static int answer_due(struct coord *co, struct cohort_err *err)
     return 0;
 }
 
-/* 0: go on; 1: every item is done and every worker has gone; 2: work is
- * left, but no worker is left to do it. Workers that have not come yet
- * are waited for until the join deadline, even once every item is done:
- * a late one is told the queue is finished, not refused. */
+/* Returns 0 to go on, 1 when every item is done and every worker has gone,
+ * or 2 when work is left but no worker is left to do it. Workers that have
+ * not come yet are waited for until the join deadline, even once every item
+ * is done, so that a late one is told the queue is finished, not refused. */
 static int should_stop(const struct coord *co, int64_t now)
 {
     if (co->connected || (co->came < co->cfg->size && now < co->join_by))
@@ -36,7 +38,7 @@ static int should_stop(const struct coord *co, int64_t now)
     return coord_finished(co) ? 1 : 2;
 }
 
-/* How long the next poll may wait. */
+/* Returns how long the next poll may wait (ms). */
 static int wait_ms(struct coord *co, int64_t now)
 {
     struct cohort_err e;
@@ -52,7 +54,8 @@ static int wait_ms(struct coord *co, int64_t now)
     return ms < 0 ? 0 : ms > 60000 ? 60000 : (int)ms;
 }
 
-/* The rounds until should_stop says (its answer), or -1 with err. */
+/* Runs rounds until should_stop says to stop. Returns its answer, or -1
+ * with err. */
 static int serve(struct coord *co, struct cohort_err *err)
 {
     int64_t now = base_now_ms();
@@ -75,7 +78,7 @@ static int serve(struct coord *co, struct cohort_err *err)
         sched_status(co->s, &after);
         co->changed |= after.queued != before.queued;
         if (now >= co->next_record && coord_journal_progress(co))
-            co->next_record = now + COORD_RECORD_MS; /* the first change at once */
+            co->next_record = now + COORD_RECORD_MS; /* The first change is recorded at once. */
         if (answer_due(co, err) < 0)
             return -1;
         coord_wake(co, now);
@@ -92,7 +95,8 @@ static int serve(struct coord *co, struct cohort_err *err)
 int coord_run(struct coord *co, struct cohort_err *err)
 {
     int stop = serve(co, err);
-    if (stop < 0) /* every worker still here is told why, not only that it is gone */
+    /* Every worker still here is told why, not only that the coordinator is gone. */
+    if (stop < 0)
         coord_stopped(co, err);
     net_flush(co->net, base_now_ms() + 1000);
     if (stop < 0 || coord_journal_end(co, err) < 0)

@@ -1,7 +1,8 @@
-/* work_service_report.c - what the work coordinator says on its standard error
- * (which is rank 0's, so srun shows it): with COHORT_VERBOSE a progress
- * line every COORD_PROGRESS_MS, and at the end one line for the queue:
- * items, what became of them, and every worker's count and rate. */
+/* work_service_report.c - what the work coordinator says on its standard
+ * error (which is rank 0's, so srun shows it). With COHORT_VERBOSE it writes
+ * a progress line every COORD_PROGRESS_MS, and at the end it writes one line
+ * for the queue: the items, what became of them, and every worker's count
+ * and rate. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,7 @@ void coord_report(struct coord *co)
     struct sched_status st;
     sched_status(co->s, &st);
     if (!co->cfg->verbose && st.set_aside == 0 && st.committed == st.total)
-        return; /* nothing to tell */
+        return; /* There is nothing to tell. */
     size_t len = 64 + (size_t)co->cfg->size * 40, used = 0;
     char *workers = malloc(len);
     if (!workers)
