@@ -7,6 +7,6 @@
 enum net_admit coord_service_admit_relays(void *svc, const struct hs_hello *h, bool via_unix,
                                           struct cohort_err *why)
 {
-    struct peers *const *peers = svc; /* the service's first member */
+    struct peers *const *peers = svc; /* It is the service's first member. */
     return peers_admit(*peers, h, via_unix, why);
 }

@@ -1,8 +1,8 @@
-/* store_service.h - the step's store, served by the coordinator process
- * (kind COORD_STORE) to the step's node agents: one authenticated
- * connection per node, over which each agent relays the TCPStore queries
- * of its node's ranks (store_msg.h) and the keys, values and waits are
- * kept (store_kv.h). Once a task has ended abnormally, or a node's agent
+/* store_service.h - the step's store, which the coordinator process (kind
+ * COORD_STORE) serves to the step's node agents. It holds one authenticated
+ * connection per node, over which each agent relays the TCPStore queries of
+ * its node's ranks (store_msg.h), and it keeps the keys, values and waits
+ * (store_kv.h). Once a task has ended abnormally, or a node's agent
  * is gone, every rank that waits over a second for one key is told which
  * key and what is gone (a note in its task's stderr, once); PyTorch's own
  * timeout then ends the wait, as it would with its own store. An agent's
@@ -16,10 +16,10 @@
 
 #include "coord_service.h"
 
-/* The store service (coord_service.h), for a start record of the step's
- * store: it serves until every agent that came has gone and the others
- * are given up (the join deadline). Its run returns 0, or -1 with err (out
- * of memory, the event loop). */
+/* The store service (coord_service.h) serves a start record of the step's
+ * store until every agent that came has gone and the others are given up
+ * (the join deadline). Its run returns 0, or -1 with err (out of memory, or
+ * the event loop failed). */
 extern const struct coord_service_ops store_service_ops;
 
 #endif

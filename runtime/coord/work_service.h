@@ -1,7 +1,7 @@
-/* work_service.h - the work coordinator's service: one process per queue, apart
- * from every worker, that serves the step's workers over the connection
- * layer (net.h: the step's proofs, MAC'd frames) with the scheduling
- * module (work_sched.h) and, when asked, a journal (journal.h).
+/* work_service.h - the work coordinator's service. It runs in one process
+ * per queue, apart from every worker, and serves the step's workers over the
+ * connection layer (net.h: the step's proofs, MAC'd frames) with the
+ * scheduling module (work_sched.h) and, when asked, a journal (journal.h).
  *
  * It answers each worker's requests (work_msg.h); a lease that finds
  * nothing to hand out yet is held until items come back (a commit, a
@@ -19,15 +19,15 @@
 #include "coord_service.h"
 #include "work_msg.h"
 
-#define COORD_KEEPALIVE_MS 5000 /* a held request is answered within this */
+#define COORD_KEEPALIVE_MS 5000 /* A held request is answered within this. */
 #define COORD_LEASE_MAX WORK_LEASE_MAX
-#define COORD_PROGRESS_MS 5000  /* verbose: a progress line this often */
-#define COORD_RECORD_MS 2000    /* the totals recorded in the journal at most this often */
+#define COORD_PROGRESS_MS 5000  /* When verbose, a progress line comes this often. */
+#define COORD_RECORD_MS 2000    /* The journal records the totals at most this often. */
 
-/* The work service (coord_service.h), for a start record of a queue: it
- * serves until every rank has come and gone (closed the queue, or lost
- * its connection), ranks that never came being waited for until the
- * join deadline. Its run returns 0 when every item is committed or set
+/* The work service (coord_service.h) serves a start record of a queue
+ * until every rank has come and gone (closed the queue, or lost its
+ * connection); it waits for ranks that never came until the join
+ * deadline. Its run returns 0 when every item is committed or set
  * aside, 1 when workers left before, -1 with err on a failure of the
  * coordinator itself (the journal cannot be written, a part cannot be
  * published, out of memory), which every worker still connected is told

@@ -1,6 +1,6 @@
-/* peers.c - a coordinator's ranks through the node relays (peers.h):
- * one connection per relay of the tree's top, ranks joining and going as
- * the relays say, their frames handed to the service by rank. */
+/* peers.c - a coordinator's ranks through the node relays (peers.h). It
+ * holds one connection per relay of the tree's top, takes ranks joining and
+ * going as the relays say, and hands their frames to the service by rank. */
 #include "peers.h"
 
 #include <stdio.h>
@@ -12,8 +12,8 @@ struct peers {
     struct net *net;
     struct net_conn **relay; /* per node of the tree's top; NULL: none connected */
     uint32_t *top;           /* per rank: the node of the top relay it comes through */
-    uint8_t *on;             /* per rank: 1 joined and not gone; 2 its relay was lost and
-                              * the service is being told */
+    uint8_t *on;             /* per rank: 1 when joined and not gone; 2 when its relay
+                              * was lost and the service is being told */
 };
 
 int peers_new(const struct coord_config *cfg, const struct peers_ops *ops, struct peers **out,
@@ -45,7 +45,7 @@ enum net_admit peers_admit(void *ctx, const struct hs_hello *h, bool via_unix,
                            struct cohort_err *why)
 {
     struct peers *p = ctx;
-    if (!coord_config_has_rank(p->cfg, h) || via_unix) /* relays come over TCP */
+    if (!coord_config_has_rank(p->cfg, h) || via_unix) /* Relays come over TCP. */
         return NET_DROP;
     if (p->relay[h->node]) {
         cohort_fail_code(why, COHORT_E_CONFIG,
@@ -69,6 +69,7 @@ int peers_send(struct peers *p, uint32_t rank, uint16_t op, const void *b, uint3
     return net_queue(c, WIRE_WORK, op, rank, b, len);
 }
 
+/* Marks rank gone and tells the service. */
 static void gone(struct peers *p, uint32_t rank)
 {
     p->on[rank] = 0;
@@ -85,23 +86,24 @@ void peers_drop(struct peers *p, uint32_t rank)
     gone(p, rank);
 }
 
-/* The relay of node is gone: so is every rank it carried (its node's and
- * those of the relays below it). Every one is
- * off before the service hears of the first (what it sends on a loss,
- * a stream set's handoffs, must not go to another of them). */
+/* Closes the relay of node, which is gone, and with it every rank it
+ * carried (its node's and those of the relays below it). Every one is off
+ * before the service hears of the first, because what the service sends on
+ * a loss (a stream set's handoffs) must not go to another of them. */
 static void relay_lost(struct peers *p, uint32_t node)
 {
     net_close(p->net, p->relay[node]);
     p->relay[node] = NULL;
     for (uint32_t r = 0; r < p->cfg->size; r++)
         if (p->top[r] == node && p->on[r])
-            p->on[r] = 2; /* gone, not yet told */
+            p->on[r] = 2; /* It is gone, not yet told. */
     for (uint32_t r = 0; r < p->cfg->size; r++)
         if (p->on[r] == 2)
             gone(p, r);
 }
 
-/* One frame of node's relay: 0, or -1 when it breaks the protocol. */
+/* Takes one frame of node's relay. Returns 0, or -1 when it breaks the
+ * protocol. */
 static int take(struct peers *p, uint32_t node, const struct wire_frame *f)
 {
     uint32_t r = f->rank;
@@ -127,8 +129,8 @@ static int take(struct peers *p, uint32_t node, const struct wire_frame *f)
     return -1;
 }
 
-/* Every whole frame of node's relay c; one that breaks the protocol or
- * fails its check loses the relay. */
+/* Takes every whole frame of node's relay c; one that breaks the protocol
+ * or fails its check loses the relay. */
 static void serve(struct peers *p, struct net_conn *c, uint32_t node)
 {
     struct wire_frame f;
@@ -156,7 +158,7 @@ void peers_events(struct peers *p, struct net_event *ev, int n)
         struct net_conn *c = ev[i].c;
         if (!(ev[i].what & NET_EV_JOINED))
             continue;
-        if (p->relay[c->c.node]) { /* two admitted in one round: the first stays */
+        if (p->relay[c->c.node]) { /* Two were admitted in one round: the first stays. */
             net_close(p->net, c);
             continue;
         }
