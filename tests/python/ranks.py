@@ -9,6 +9,7 @@ import os
 import pathlib
 import signal
 import sys
+import time
 
 import cohort
 
@@ -368,10 +369,14 @@ def work_abandoned():
             say(**error(e), held=work.batch)
 
 
-def settle(c, s, total, revoked=None):
+def settle(c, s, total, revoked=None, limit_s=60):
     """Polls until the ranks own total streams in all and none is moving
     (collective). status() first: every event sent before its answer is
-    then waiting for events()."""
+    then waiting for events(). A set that has not settled within limit_s
+    fails every rank alike with what each rank sees, so that the test
+    names the state it stopped in rather than running into the launcher's
+    timeout with nothing said."""
+    end = time.monotonic() + limit_s
     while True:
         st = s.status()
         for ev in s.events(0.05):
@@ -379,9 +384,14 @@ def settle(c, s, total, revoked=None):
                 if revoked is not None:
                     revoked.append(ev.key)
                 s.release(ev)
-        views = c.allgather((len(s.mine()), st.moving, st.unplaced))
+        late = time.monotonic() > end
+        views = c.allgather((len(s.mine()), st.moving, st.unplaced, st.workers, late))
         if sum(v[0] for v in views) == total and not any(v[1] or v[2] for v in views):
             return
+        if any(v[4] for v in views):
+            raise AssertionError("rank %d: the set did not settle on %d streams within %d s; "
+                                 "(owned, moving, unplaced, workers, late) by rank: %s"
+                                 % (RANK, total, limit_s, views))
 
 
 def streams_basic():
