@@ -470,12 +470,27 @@ def streams_kill():
         if RANK == VICTIM:
             os._exit(0)
         got = []
+        end = time.monotonic() + 60
         while True:
             got += [ev.key for ev in s.events(0.05) if isinstance(ev, cohort.Assign)]
             st = s.status()
             if st.workers == c.size - 1 and st.moving == 0 and st.unplaced == 0:
                 break
+            if time.monotonic() > end:
+                raise AssertionError("rank %d: the survivors did not take the victim's streams "
+                                     "within 60 s; status %s" % (RANK, list(st)))
         got += [ev.key for ev in s.events(0) if isinstance(ev, cohort.Assign)]
+        # No survivor leaves before every survivor has seen the set settled:
+        # the first to leave is lost to the set, and one that had not yet
+        # seen size - 1 workers would wait for ever (no collective can be
+        # used, the victim being dead). Polling events keeps the lease.
+        pathlib.Path(OUT, "seen.%d" % RANK).touch()
+        seen = ["seen.%d" % r for r in range(c.size) if r != VICTIM]
+        while not all(os.path.exists(os.path.join(OUT, n)) for n in seen):
+            got += [ev.key for ev in s.events(0.05) if isinstance(ev, cohort.Assign)]
+            if time.monotonic() > end:
+                raise AssertionError("rank %d: not every survivor saw the set settled within "
+                                     "60 s" % RANK)
         say(victims=victims, took=sorted(k for k in got if k in victims), status=list(st))
         s.abandon()
         c.abandon()
