@@ -37,10 +37,4 @@ struct coord_service_ops {
     void (*free)(void *svc);
 };
 
-/* Admits for a service whose ranks come through the node relays (peers.h):
- * the work and streams services. Such a service's struct has its struct
- * peers * as first member, which admits each relay of the tree's top. */
-enum net_admit coord_service_admit_relays(void *svc, const struct hs_hello *h, bool via_unix,
-                                          struct cohort_err *why);
-
 #endif

@@ -7,7 +7,7 @@
 ## relays runtime/relay's.
 pkglibexec_PROGRAMS = runtime/coord/cohort-work-coord
 runtime_coord_cohort_work_coord_SOURCES = runtime/coord/coord_main.c \
-	runtime/coord/coord_service.c runtime/coord/coord_service.h \
+	runtime/coord/coord_service.h \
 	runtime/coord/work_service.c runtime/coord/work_service.h \
 	runtime/coord/work_service_private.h runtime/coord/work_service_loop.c \
 	runtime/coord/work_service_wake.c runtime/coord/work_service_answer.c \

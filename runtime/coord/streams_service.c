@@ -23,8 +23,7 @@ struct sworker {
 };
 
 struct scoord {
-    struct peers *peers;    /* the ranks, through the node relays (it comes first, so
-                             * that coord_service_admit_relays finds it here) */
+    struct peers *peers;    /* the ranks, through the node relays */
     const struct coord_config *cfg;
     struct peers_ops ops;   /* this file's: requests, workers joining and lost, at now */
     int64_t now;            /* the time of this round's events */
@@ -240,7 +239,15 @@ static int service_run(void *svc, struct net *net, struct cohort_err *err)
     return sc->lost ? 1 : 0;
 }
 
+/* Admits each relay of the tree's top (coord_service.h's admit). */
+static enum net_admit service_admit(void *svc, const struct hs_hello *h, bool via_unix,
+                                    struct cohort_err *why)
+{
+    struct scoord *sc = svc;
+    return peers_admit(sc->peers, h, via_unix, why);
+}
+
 const struct coord_service_ops streams_service_ops = {
     .name = "stream set", .who = "the work coordinator",
     .conns = "node relays, one connection each", .new = service_new,
-    .admit = coord_service_admit_relays, .run = service_run, .free = service_free};
+    .admit = service_admit, .run = service_run, .free = service_free};

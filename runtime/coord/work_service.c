@@ -85,9 +85,17 @@ static int service_run(void *svc, struct net *net, struct cohort_err *err)
     return coord_run(co, err);
 }
 
+/* Admits each relay of the tree's top (coord_service.h's admit). */
+static enum net_admit service_admit(void *svc, const struct hs_hello *h, bool via_unix,
+                                    struct cohort_err *why)
+{
+    struct coord *co = svc;
+    return peers_admit(co->peers, h, via_unix, why);
+}
+
 const struct coord_service_ops work_service_ops = {
     .name = "queue", .who = "the work coordinator", .conns = "node relays, one connection each",
-    .new = service_new, .admit = coord_service_admit_relays, .run = service_run,
+    .new = service_new, .admit = service_admit, .run = service_run,
     .free = service_free};
 
 /* Builds a commit or failure's answer (work_msg.h) for the scheduler's

@@ -41,8 +41,7 @@ struct worker {
 };
 
 struct coord {
-    struct peers *peers;    /* the ranks, through the node relays (it comes first, so
-                             * that coord_service_admit_relays finds it here) */
+    struct peers *peers;    /* the ranks, through the node relays */
     const struct coord_config *cfg;
     struct sched *s;
     struct net *net;
