@@ -6,7 +6,7 @@ plugin_spank_cohort_la_SOURCES = plugin/spank_cohort.c \
 	plugin/spank_srun.c plugin/spank_srun.h plugin/spank_slurmstepd.c plugin/spank_slurmstepd.h \
 	plugin/plugin_args.c plugin/plugin_args.h plugin/spank_env.c plugin/spank_env.h \
 	plugin/mps.c plugin/mps.h plugin/mps_proc.c plugin/mps_proc.h \
-	plugin/mps_step.c plugin/mps_step.h plugin/store_step.c plugin/store_step.h \
+	plugin/mps_step.c plugin/mps_step.h plugin/node_agent.c plugin/node_agent.h \
 	plugin/agent_watch.c plugin/agent_watch.h plugin/spank_opts.c plugin/spank_opts.h \
 	plugin/linux_calls.h
 plugin_spank_cohort_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \

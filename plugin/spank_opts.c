@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "mps_step.h"
-#include "store_step.h"
+#include "node_agent.h"
 
 struct job_opts job_opts = {.mode = -1};
 struct plugin_args site_args;

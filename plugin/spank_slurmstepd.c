@@ -26,7 +26,7 @@
 #include "spank_opts.h"
 #include "spank_srun.h"
 #include "step.h"
-#include "store_step.h"
+#include "node_agent.h"
 #include "text_file.h"
 #include "topo_cache.h"
 #include "topology.h"

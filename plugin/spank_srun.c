@@ -13,7 +13,7 @@
 #include "base_text.h"
 #include "mps_step.h"
 #include "spank_opts.h"
-#include "store_step.h"
+#include "node_agent.h"
 
 /* srun's state: the secret made once per srun (64 hex digits), or empty. */
 struct srun_state {

@@ -1,6 +1,6 @@
 /* store_step.c - the plugin's part of PyTorch's store served by cohort
  * (see store_step.h). */
-#include "store_step.h"
+#include "node_agent.h"
 
 #include <errno.h>
 #include <fcntl.h>
