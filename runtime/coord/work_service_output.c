@@ -36,7 +36,7 @@
 #include "base_sys.h"
 #include "work_service_private.h"
 #include "journal.h"
-#include "output.h"
+#include "parts.h"
 
 _Static_assert(OUTPUT_TOKEN_LEN == JOURNAL_TOKEN_LEN &&
                    OUTPUT_TOKEN_LEN == sizeof((struct coord_pending *)0)->token,

@@ -18,7 +18,7 @@
 #include "base_sys.h"
 #include "cohort_internal.h"
 #include "cohort_work_private.h"
-#include "output.h"
+#include "parts.h"
 
 static int cmp_id(const void *a, const void *b)
 {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "journal.h"
-#include "output.h"
+#include "parts.h"
 #include "text_escape.h"
 
 struct part {

@@ -25,7 +25,7 @@ runtime_work_libcohort_work_msg_la_SOURCES = runtime/work/work_msg.c runtime/wor
 ## A queue's published results: the part files' bytes and names (output.h),
 ## shared by the workers, the coordinator and cohort-work.
 noinst_LTLIBRARIES += runtime/work/libcohort_work_output.la
-runtime_work_libcohort_work_output_la_SOURCES = runtime/work/output.c runtime/work/output.h
+runtime_work_libcohort_work_output_la_SOURCES = runtime/work/parts.c runtime/work/parts.h
 runtime_work_libcohort_work_output_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
 runtime_work_libcohort_work_output_la_LIBADD = $(CRYPTO_LIBS)
 

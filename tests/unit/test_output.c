@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "journal_test.h"
-#include "output.h"
+#include "parts.h"
 #include "work_sched.h"
 
 static void test_head(void)

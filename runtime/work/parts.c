@@ -1,6 +1,6 @@
 /* output.c - a published part's bytes, the output directory's names and
  * its offers' folder, made and checked (see output.h). */
-#include "output.h"
+#include "parts.h"
 
 #include <errno.h>
 #include <fcntl.h>
