@@ -249,7 +249,7 @@ tests_unit_test_journal_linear_LDADD = $(tests_unit_test_journal_LDADD)
 # record, the scheduler's all-or-nothing commit.
 check_PROGRAMS += tests/unit/test_output tests/unit/test_output_model
 TESTS += tests/unit/test_output tests/unit/test_output_model
-tests_unit_test_output_LDADD = runtime/work/libcohort_work_output.la \
+tests_unit_test_output_LDADD = runtime/work/libcohort_work_parts.la \
 	runtime/work/libcohort_work_journal.la runtime/work/libcohort_work_sched.la $(UNIT_LDADD)
 
 # The Python package: every call, its errors and the ctypes prototypes

@@ -20,6 +20,6 @@ runtime_coord_cohort_work_coord_LDADD = runtime/relay/libcohort_relay.la \
 	runtime/store/libcohort_store.la \
 	runtime/streams/libcohort_streams_msg.la runtime/streams/libcohort_place.la \
 	runtime/work/libcohort_work_sched.la runtime/work/libcohort_work_journal.la \
-	runtime/work/libcohort_work_msg.la runtime/work/libcohort_work_output.la \
+	runtime/work/libcohort_work_msg.la runtime/work/libcohort_work_parts.la \
 	runtime/net/libcohort_net.la \
 	runtime/planner/libcohort_planner_base.la

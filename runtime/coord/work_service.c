@@ -24,20 +24,20 @@ static void on_lost(void *ctx, uint32_t rank);
  * err. */
 static int service_new(const struct coord_config *cfg, void **out, struct cohort_err *err)
 {
-    struct coord *co = calloc(1, sizeof *co);
+    struct work_service *co = calloc(1, sizeof *co);
     *out = co;
     if (!co || !(co->w = calloc(cfg->size, sizeof *co->w)) ||
-        !(co->ids = malloc(sizeof *co->ids * COORD_LEASE_MAX)) ||
-        !(co->spans = malloc((size_t)WORK_SPAN_LEN * COORD_LEASE_MAX)) ||
-        !(co->verdicts = malloc(COORD_LEASE_MAX)) ||
-        !(co->stale = malloc(sizeof *co->stale * COORD_LEASE_MAX)))
+        !(co->ids = malloc(sizeof *co->ids * WORK_SERVICE_LEASE_MAX)) ||
+        !(co->spans = malloc((size_t)WORK_SPAN_LEN * WORK_SERVICE_LEASE_MAX)) ||
+        !(co->verdicts = malloc(WORK_SERVICE_LEASE_MAX)) ||
+        !(co->stale = malloc(sizeof *co->stale * WORK_SERVICE_LEASE_MAX)))
         return cohort_fail(err, "out of memory");
     co->cfg = cfg;
     co->ops = (struct peers_ops){.ctx = co, .joined = on_joined, .frame = on_frame,
                                  .lost = on_lost};
     if (peers_new(cfg, &co->ops, &co->peers, err) < 0)
         return -1;
-    if (coord_wake_new(co) < 0)
+    if (work_service_wake_new(co) < 0)
         return cohort_fail(err, "out of memory");
     struct sched_opts so = {.lease_timeout_ms = (int64_t)cfg->lease_timeout_s * 1000,
                             .max_attempts = cfg->max_attempts};
@@ -49,25 +49,25 @@ static int service_new(const struct coord_config *cfg, void **out, struct cohort
     co->out_fd = co->lock_fd = co->offers_fd = -1;
     if (gethostname(co->host, sizeof co->host - 1) < 0)
         strcpy(co->host, "?");
-    if (coord_journal_open(co, err) < 0)
+    if (work_service_journal_open(co, err) < 0)
         return -1;
-    return coord_output_open(co, err);
+    return work_service_output_open(co, err);
 }
 
 /* Frees the work service (coord_service.h's free); svc may be NULL. */
 static void service_free(void *svc)
 {
-    struct coord *co = svc;
+    struct work_service *co = svc;
     if (!co)
         return;
-    coord_journal_close(co);
-    coord_output_close(co);
+    work_service_journal_close(co);
+    work_service_output_close(co);
     sched_destroy(co->s);
     free(co->ids);
     free(co->spans);
     free(co->verdicts);
     free(co->stale);
-    coord_wake_free(co);
+    work_service_wake_free(co);
     peers_free(co->peers);
     for (uint32_t r = 0; co->w && r < co->cfg->size; r++)
         free(co->w[r].due);
@@ -76,20 +76,20 @@ static void service_free(void *svc)
 }
 
 /* Runs the work service on net from now on (coord_service.h's run).
- * Returns coord_run's result. */
+ * Returns work_service_run's result. */
 static int service_run(void *svc, struct net *net, struct cohort_err *err)
 {
-    struct coord *co = svc;
+    struct work_service *co = svc;
     co->net = net;
     peers_attach(co->peers, net);
-    return coord_run(co, err);
+    return work_service_run(co, err);
 }
 
 /* Admits each relay of the tree's top (coord_service.h's admit). */
 static enum net_admit service_admit(void *svc, const struct hs_hello *h, bool via_unix,
                                     struct cohort_err *why)
 {
-    struct coord *co = svc;
+    struct work_service *co = svc;
     return peers_admit(co->peers, h, via_unix, why);
 }
 
@@ -104,7 +104,7 @@ const struct coord_service_ops work_service_ops = {
  * sentence for ids this worker does not hold (e's, for SCHED_EINVAL), and the
  * ids of the call it no longer held, as spans. Returns 0 with the answer
  * malloc'd into *out, or -1 (co->oom set) when out of memory. */
-static int verdict(struct coord *co, int rc, const struct sched_verdict *v,
+static int verdict(struct work_service *co, int rc, const struct sched_verdict *v,
                    const struct cohort_err *e, size_t n, bool all, uint8_t **out, uint32_t *len)
 {
     struct work_verdict wv = {all && rc != SCHED_OK ? 0 : v->taken, v->stale, v->bad,
@@ -131,7 +131,7 @@ static int verdict(struct coord *co, int rc, const struct sched_verdict *v,
 
 /* Holds a commit's answer until the round's journal sync. A worker sends
  * one request at a time, so none is held before. */
-static void hold(struct coord *co, uint32_t rank, uint8_t *answer, uint32_t len)
+static void hold(struct work_service *co, uint32_t rank, uint8_t *answer, uint32_t len)
 {
     free(co->w[rank].due);
     co->w[rank].due = answer;
@@ -140,17 +140,17 @@ static void hold(struct coord *co, uint32_t rank, uint8_t *answer, uint32_t len)
 
 /* Handles COMMIT and FAIL. The ids are checked here and by the scheduler; a
  * commit's taken ids go to the journal, and its answer waits for the sync. */
-static void settle(struct coord *co, uint32_t rank, enum work_op op, const struct wire_frame *f,
-                   int64_t now)
+static void settle(struct work_service *co, uint32_t rank, enum work_op op,
+                   const struct wire_frame *f, int64_t now)
 {
     struct cohort_err e;
     uint64_t n;
     if (work_spans_check(f->payload, f->len, co->cfg->n_items, &n, &e) < 0 ||
-        n > COORD_LEASE_MAX) {
-        if (n > COORD_LEASE_MAX)
+        n > WORK_SERVICE_LEASE_MAX) {
+        if (n > WORK_SERVICE_LEASE_MAX)
             snprintf(e.msg, sizeof e.msg, "%llu ids in one call, above %u",
-                     (unsigned long long)n, COORD_LEASE_MAX);
-        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+                     (unsigned long long)n, WORK_SERVICE_LEASE_MAX);
+        work_service_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
         return;
     }
     work_spans_ids(f->payload, f->len, co->ids);
@@ -168,29 +168,29 @@ static void settle(struct coord *co, uint32_t rank, enum work_op op, const struc
     if (verdict(co, rc, &v, &e, (size_t)n, false, &answer, &len) < 0)
         return;
     if (op == WORK_COMMIT && co->journal && v.taken) {
-        if (coord_journal_add(co, (size_t)n) < 0)
+        if (work_service_journal_add(co, (size_t)n) < 0)
             free(answer);
         else
             hold(co, rank, answer, len); /* It is answered after the sync. */
         return;
     }
-    coord_send(co, rank, WORK_VERDICT, answer, len);
+    work_service_send(co, rank, WORK_VERDICT, answer, len);
     free(answer);
 }
 
 /* Reads the ids of a COMMIT_OUTPUT (after its head) into co->ids, *n of
  * them, and checks that they ascend with none twice. Returns 0, or -1 with
  * the sentence for the worker. */
-static int output_ids(struct coord *co, const struct wire_frame *f, uint64_t *n,
+static int output_ids(struct work_service *co, const struct wire_frame *f, uint64_t *n,
                       struct cohort_err *e)
 {
     const uint8_t *p = f->payload + WORK_OUTPUT_HEAD;
     uint32_t len = f->len - WORK_OUTPUT_HEAD;
     if (work_spans_check(p, len, co->cfg->n_items, n, e) < 0)
         return -1;
-    if (*n == 0 || *n > COORD_LEASE_MAX)
+    if (*n == 0 || *n > WORK_SERVICE_LEASE_MAX)
         return cohort_fail(e, "%llu ids in one call (1 to %u)", (unsigned long long)*n,
-                           COORD_LEASE_MAX);
+                           WORK_SERVICE_LEASE_MAX);
     work_spans_ids(p, len, co->ids);
     for (uint64_t i = 1; i < *n; i++)
         if (co->ids[i] <= co->ids[i - 1])
@@ -204,7 +204,8 @@ static int output_ids(struct coord *co, const struct wire_frame *f, uint64_t *n,
  * lease's end, since the worker will not commit them: its call failed. So
  * the others take them, or the closes of a queue nobody is left to finish
  * fail at once; why is kept for that line. */
-static void give_back(struct coord *co, uint32_t rank, size_t n, const char *why, int64_t now)
+static void give_back(struct work_service *co, uint32_t rank, size_t n, const char *why,
+                      int64_t now)
 {
     struct cohort_err e;
     if (sched_fail(co->s, rank, now, co->ids, n, NULL, NULL, &e) == SCHED_ENOMEM)
@@ -218,7 +219,7 @@ static void give_back(struct coord *co, uint32_t rank, size_t n, const char *why
  * and after the sync the part is linked and the answer sent. An offer that
  * loses is removed; one that cannot be checked stays the worker's. A
  * refusal (not a stale id) gives back the ids the worker holds. */
-static void settle_output(struct coord *co, uint32_t rank, const struct wire_frame *f,
+static void settle_output(struct work_service *co, uint32_t rank, const struct wire_frame *f,
                           int64_t now)
 {
     struct cohort_err e;
@@ -226,13 +227,13 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     if (f->len <= WORK_OUTPUT_HEAD || output_ids(co, f, &n, &e) < 0) {
         if (f->len <= WORK_OUTPUT_HEAD)
             snprintf(e.msg, sizeof e.msg, "a commit with results without ids");
-        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+        work_service_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
         return;
     }
-    if (coord_output_offer(co, f->payload, wire_get64(f->payload + 16), (size_t)n, e.msg,
-                           sizeof e.msg) < 0) {
+    if (work_service_output_offer(co, f->payload, wire_get64(f->payload + 16), (size_t)n, e.msg,
+                                  sizeof e.msg) < 0) {
         give_back(co, rank, (size_t)n, e.msg, now);
-        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+        work_service_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
         return;
     }
     struct sched_verdict v = {0};
@@ -242,9 +243,9 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
         return;
     }
     if (rc != SCHED_OK)
-        coord_output_discard(co, f->payload);
+        work_service_output_discard(co, f->payload);
     if (rc == SCHED_EINVAL && v.bad == 0) { /* It was refused whole (e.g. a worker lost). */
-        coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+        work_service_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
         return;
     }
     uint8_t *answer;
@@ -254,14 +255,14 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
     if (rc == SCHED_EINVAL)
         give_back(co, rank, (size_t)n, e.msg, now);
     if (rc != SCHED_OK) {
-        coord_send(co, rank, WORK_VERDICT, answer, len);
+        work_service_send(co, rank, WORK_VERDICT, answer, len);
         free(answer);
         return;
     }
     co->changed = true;
-    if (coord_journal_publish(co, co->next_part, wire_get64(f->payload + 16),
-                              wire_get32(f->payload + 24), f->payload, (size_t)n) < 0 ||
-        coord_output_offered(co, co->next_part++, f->payload) < 0) {
+    if (work_service_journal_publish(co, co->next_part, wire_get64(f->payload + 16),
+                                     wire_get32(f->payload + 24), f->payload, (size_t)n) < 0 ||
+        work_service_output_offered(co, co->next_part++, f->payload) < 0) {
         co->oom |= !co->journal_failed;
         free(answer);
         return;
@@ -272,26 +273,26 @@ static void settle_output(struct coord *co, uint32_t rank, const struct wire_fra
 /* Answers a drained worker's close at once with the totals; the items left
  * stay queued, in the journal for the next step. Anything the worker still
  * holds goes back. */
-static void drained(struct coord *co, uint32_t rank, int64_t now)
+static void drained(struct work_service *co, uint32_t rank, int64_t now)
 {
     struct cohort_err e;
     if (sched_worker_lost(co->s, rank, now, &e) == SCHED_ENOMEM)
         co->oom = true;
     co->changed = true;
     co->drained++;
-    coord_totals(co, rank, WORK_CLOSED);
+    work_service_totals(co, rank, WORK_CLOSED);
     co->w[rank].closed_ok = true;
 }
 
 /* Handles one request of a worker. */
-static void request(struct coord *co, uint32_t rank, const struct wire_frame *f, int64_t now)
+static void request(struct work_service *co, uint32_t rank, const struct wire_frame *f, int64_t now)
 {
     struct worker *w = &co->w[rank];
     struct cohort_err e;
     switch (f->flags) {
     case WORK_LEASE:
         w->cap = f->len == 8 ? wire_get64(f->payload) : 0;
-        coord_lease(co, rank, now);
+        work_service_lease(co, rank, now);
         break;
     case WORK_COMMIT:
     case WORK_FAIL:
@@ -302,12 +303,12 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
         break;
     case WORK_EXTEND:
         if (sched_extend(co->s, rank, now, &e) < 0)
-            coord_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
+            work_service_send(co, rank, WORK_ERROR, e.msg, (uint32_t)strlen(e.msg));
         else
-            coord_send(co, rank, WORK_OK, NULL, 0);
+            work_service_send(co, rank, WORK_OK, NULL, 0);
         break;
     case WORK_STATUS:
-        coord_totals(co, rank, WORK_TOTALS);
+        work_service_totals(co, rank, WORK_TOTALS);
         break;
     case WORK_CLOSE:
         w->closing = true;
@@ -316,10 +317,10 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
         if (f->len == 1 && f->payload[0] == WORK_CLOSE_DRAIN)
             drained(co, rank, now);
         else
-            coord_hold(co, rank, true);
+            work_service_hold(co, rank, true);
         break;
     default:
-        coord_send(co, rank, WORK_ERROR, "an unknown request", 18);
+        work_service_send(co, rank, WORK_ERROR, "an unknown request", 18);
     }
 }
 
@@ -327,7 +328,7 @@ static void request(struct coord *co, uint32_t rank, const struct wire_frame *f,
  * request is answered, never dropped. */
 static int on_frame(void *ctx, uint32_t rank, const struct wire_frame *f)
 {
-    struct coord *co = ctx;
+    struct work_service *co = ctx;
     request(co, rank, f, co->now);
     return 0;
 }
@@ -336,7 +337,7 @@ static int on_frame(void *ctx, uint32_t rank, const struct wire_frame *f)
  * what it held goes back to the scheduler. */
 static void on_lost(void *ctx, uint32_t rank)
 {
-    struct coord *co = ctx;
+    struct work_service *co = ctx;
     struct worker *w = &co->w[rank];
     int64_t now = co->now;
     if (!w->on)
@@ -357,7 +358,7 @@ static void on_lost(void *ctx, uint32_t rank)
  * it comes back. */
 static void on_joined(void *ctx, uint32_t rank)
 {
-    struct coord *co = ctx;
+    struct work_service *co = ctx;
     struct worker *w = &co->w[rank];
     struct cohort_err e;
     if (w->ever && !w->on)

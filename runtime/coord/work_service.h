@@ -3,13 +3,13 @@
  * connection layer (net.h: the step's proofs, MAC'd frames) with the
  * scheduling module (work_sched.h) and, when asked, a journal (journal.h).
  *
- * It answers each worker's requests (work_msg.h); a lease that finds
- * nothing to hand out yet is held until items come back (a commit, a
- * failure, a lost worker, an expired lease) or at most COORD_KEEPALIVE_MS,
- * then answered WAIT so the worker knows the coordinator lives. A worker
- * whose connection closes loses its leases at once. Commits are written
- * to the journal and synced once per round of events before any of them
- * is answered (group commit): a commit a worker was told of is durable. */
+ * It answers each worker's requests (work_msg.h); a lease that finds nothing
+ * to hand out yet is held until items come back (a commit, a failure, a lost
+ * worker, an expired lease) or at most WORK_SERVICE_KEEPALIVE_MS, then
+ * answered WAIT so the worker knows the coordinator lives. A worker whose
+ * connection closes loses its leases at once. Commits are written to the
+ * journal and synced once per round of events before any of them is answered
+ * (group commit): a commit a worker was told of is durable. */
 #ifndef COHORT_WORK_SERVICE_H
 #define COHORT_WORK_SERVICE_H
 
@@ -19,10 +19,10 @@
 #include "coord_service.h"
 #include "work_msg.h"
 
-#define COORD_KEEPALIVE_MS 5000 /* A held request is answered within this. */
-#define COORD_LEASE_MAX WORK_LEASE_MAX
-#define COORD_PROGRESS_MS 5000  /* When verbose, a progress line comes this often. */
-#define COORD_RECORD_MS 2000    /* The journal records the totals at most this often. */
+#define WORK_SERVICE_KEEPALIVE_MS 5000 /* A held request is answered within this. */
+#define WORK_SERVICE_LEASE_MAX WORK_LEASE_MAX
+#define WORK_SERVICE_PROGRESS_MS 5000  /* When verbose, a progress line comes this often. */
+#define WORK_SERVICE_RECORD_MS 2000    /* The journal records the totals at most this often. */
 
 /* The work service (coord_service.h) serves a start record of a queue
  * until every rank has come and gone (closed the queue, or lost its

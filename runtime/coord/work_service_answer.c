@@ -10,23 +10,24 @@
 #include "wire.h"
 #include "work_msg.h"
 
-void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len)
+void work_service_send(struct work_service *co, uint32_t rank, enum work_op op, const void *p,
+                       uint32_t len)
 {
     if (peers_send(co->peers, rank, (uint16_t)op, p, len) < 0)
         co->oom = true;
 }
 
-void coord_totals(struct coord *co, uint32_t rank, enum work_op op)
+void work_service_totals(struct work_service *co, uint32_t rank, enum work_op op)
 {
     struct sched_status st;
     sched_status(co->s, &st);
     struct work_totals t = {st.total, st.committed, st.leased, st.queued, st.set_aside};
     uint8_t b[WORK_TOTALS_LEN];
     work_totals_put(&t, b);
-    coord_send(co, rank, op, b, sizeof b);
+    work_service_send(co, rank, op, b, sizeof b);
 }
 
-void coord_stopped(struct coord *co, const struct cohort_err *why)
+void work_service_stopped(struct work_service *co, const struct cohort_err *why)
 {
     uint8_t b[WORK_STOPPED_HEAD + COHORT_ERR_LEN];
     size_t n = strnlen(why->msg, COHORT_ERR_LEN - 1);
@@ -34,10 +35,10 @@ void coord_stopped(struct coord *co, const struct cohort_err *why)
     memcpy(b + WORK_STOPPED_HEAD, why->msg, n);
     for (uint32_t r = 0; r < co->cfg->size; r++)
         if (co->w[r].on)
-            coord_send(co, r, WORK_STOPPED, b, (uint32_t)(WORK_STOPPED_HEAD + n));
+            work_service_send(co, r, WORK_STOPPED, b, (uint32_t)(WORK_STOPPED_HEAD + n));
 }
 
-bool coord_finished(const struct coord *co)
+bool work_service_finished(const struct work_service *co)
 {
     struct sched_status st;
     sched_status(co->s, &st);

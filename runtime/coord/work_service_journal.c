@@ -16,7 +16,7 @@
 /* A replayed gathers the committed runs replayed, to give them to the
  * scheduler in one call. */
 struct replayed {
-    struct coord *co;
+    struct work_service *co;
     struct sched_span *spans;
     size_t n, cap;
 };
@@ -26,7 +26,7 @@ static int replay(void *ctx, const struct journal_event *ev, struct cohort_err *
 {
     struct replayed *r = ctx;
     if (ev->kind == JOURNAL_PUBLISHED)
-        return coord_output_replayed(r->co, ev, err); /* Its ids come as committed runs. */
+        return work_service_output_replayed(r->co, ev, err); /* Its ids come as committed runs. */
     if (ev->kind != JOURNAL_COMMITTED)
         return 0; /* Items set aside before are tried again in this step. */
     if (r->n == r->cap) {
@@ -41,7 +41,7 @@ static int replay(void *ctx, const struct journal_event *ev, struct cohort_err *
     return 0;
 }
 
-int coord_journal_open(struct coord *co, struct cohort_err *err)
+int work_service_journal_open(struct work_service *co, struct cohort_err *err)
 {
     if (!co->cfg->journal[0])
         return 0;
@@ -63,7 +63,7 @@ int coord_journal_open(struct coord *co, struct cohort_err *err)
     return 0;
 }
 
-int coord_journal_add(struct coord *co, size_t n)
+int work_service_journal_add(struct work_service *co, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
@@ -78,8 +78,8 @@ int coord_journal_add(struct coord *co, size_t n)
     return 0;
 }
 
-int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, uint32_t kind,
-                          const uint8_t *token, size_t n)
+int work_service_journal_publish(struct work_service *co, uint64_t part, uint64_t data_len,
+                                 uint32_t kind, const uint8_t *token, size_t n)
 {
     struct cohort_err e;
     if (journal_add_published(co->journal, part, data_len, kind, token, co->ids, n, &e) < 0) {
@@ -90,7 +90,7 @@ int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, ui
     return 0;
 }
 
-bool coord_journal_progress(struct coord *co)
+bool work_service_journal_progress(struct work_service *co)
 {
     if (!co->journal)
         return false;
@@ -112,7 +112,7 @@ bool coord_journal_progress(struct coord *co)
     return true;
 }
 
-int coord_journal_sync(struct coord *co, struct cohort_err *err)
+int work_service_journal_sync(struct work_service *co, struct cohort_err *err)
 {
     if (!co->journal)
         return 0;
@@ -123,11 +123,11 @@ int coord_journal_sync(struct coord *co, struct cohort_err *err)
     return journal_sync(co->journal, err);
 }
 
-int coord_journal_end(struct coord *co, struct cohort_err *err)
+int work_service_journal_end(struct work_service *co, struct cohort_err *err)
 {
     if (!co->journal)
         return 0;
-    coord_journal_progress(co); /* It records the last totals. */
+    work_service_journal_progress(co); /* It records the last totals. */
     size_t n = 0;
     const struct sched_aside *a = sched_set_aside(co->s, &n);
     for (size_t i = 0; i < n; i++)
@@ -137,7 +137,7 @@ int coord_journal_end(struct coord *co, struct cohort_err *err)
     return journal_sync(co->journal, err);
 }
 
-void coord_journal_close(struct coord *co)
+void work_service_journal_close(struct work_service *co)
 {
     journal_close(co->journal);
     co->journal = NULL;

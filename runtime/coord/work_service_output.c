@@ -1,6 +1,6 @@
 /* work_service_output.c - the work coordinator's side of published results
  * (cohort_work_commit_output). It opens and checks the output directory and
- * its offers' folder (output.h). It checks a worker's offered part (a file
+ * its offers' folder (parts.h). It checks a worker's offered part (a file
  * of this user's, as long as it says, never read), records it in the
  * journal with its commit and, once the journal is synced, links it under
  * its part's name. At start it finishes the publications the journal holds
@@ -38,13 +38,13 @@
 #include "journal.h"
 #include "parts.h"
 
-_Static_assert(OUTPUT_TOKEN_LEN == JOURNAL_TOKEN_LEN &&
-                   OUTPUT_TOKEN_LEN == sizeof((struct coord_pending *)0)->token,
+_Static_assert(PARTS_TOKEN_LEN == JOURNAL_TOKEN_LEN &&
+                   PARTS_TOKEN_LEN == sizeof((struct work_service_pending *)0)->token,
                "one token length");
 
 /* Fails with err naming the output directory, what is wrong and errno e
  * (none when 0). Returns -1. */
-static int out_fail(struct coord *co, struct cohort_err *err, const char *what, int e)
+static int out_fail(struct work_service *co, struct cohort_err *err, const char *what, int e)
 {
     return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: %s%s%s",
                             co->cfg->output, what, e ? ": " : "", e ? strerror(e) : "");
@@ -56,7 +56,7 @@ static int out_fail(struct coord *co, struct cohort_err *err, const char *what, 
  * takes the directory's lock, so that one coordinator at a time publishes
  * there, and opens its offers' folder (made when missing). Returns 0, or
  * -1 with err. */
-static int open_dir(struct coord *co, struct cohort_err *err)
+static int open_dir(struct work_service *co, struct cohort_err *err)
 {
     struct stat st;
     if (mkdir(co->cfg->output, 0700) < 0 && errno != EEXIST)
@@ -81,17 +81,17 @@ static int open_dir(struct coord *co, struct cohort_err *err)
         }
         return out_fail(co, err, "cannot be locked", e);
     }
-    co->offers_fd = output_offers_open(co->out_fd, co->cfg->output, err);
+    co->offers_fd = parts_offers_open(co->out_fd, co->cfg->output, err);
     return co->offers_fd < 0 ? -1 : 0;
 }
 
-int coord_output_replayed(struct coord *co, const struct journal_event *ev,
-                          struct cohort_err *err)
+int work_service_output_replayed(struct work_service *co, const struct journal_event *ev,
+                                 struct cohort_err *err)
 {
-    if (ev->part > OUTPUT_PART_MAX)
+    if (ev->part > PARTS_NUMBER_MAX)
         return cohort_fail(err, "the journal publishes part %llu, beyond %llu",
-                           (unsigned long long)ev->part, (unsigned long long)OUTPUT_PART_MAX);
-    if (coord_output_offered(co, ev->part, ev->token) < 0)
+                           (unsigned long long)ev->part, (unsigned long long)PARTS_NUMBER_MAX);
+    if (work_service_output_offered(co, ev->part, ev->token) < 0)
         return cohort_fail(err, "out of memory");
     if (ev->part >= co->next_part)
         co->next_part = ev->part + 1;
@@ -100,18 +100,19 @@ int coord_output_replayed(struct coord *co, const struct journal_event *ev,
 
 /* Links part p's offered file to its name and unlinks the offered one.
  * Returns 0, or -1 with err. */
-static int publish(struct coord *co, const struct coord_pending *p, struct cohort_err *err)
+static int publish(struct work_service *co, const struct work_service_pending *p,
+                   struct cohort_err *err)
 {
-    char tmp[OUTPUT_NAME_MAX], part[OUTPUT_NAME_MAX], what[320];
-    output_tmp_name(p->token, tmp);
-    output_part_name(p->part, part);
+    char tmp[PARTS_NAME_MAX], part[PARTS_NAME_MAX], what[320];
+    parts_tmp_name(p->token, tmp);
+    parts_name(p->part, part);
     if (linkat(co->offers_fd, tmp, co->out_fd, part, 0) == 0) {
         if (unlinkat(co->offers_fd, tmp, 0) < 0 && errno != ENOENT)
             return out_fail(co, err, "cannot remove an offered part", errno);
         return 0;
     }
     int e = errno;
-    snprintf(what, sizeof what, "cannot publish %s from " OUTPUT_OFFERS "/%s (the journal "
+    snprintf(what, sizeof what, "cannot publish %s from " PARTS_OFFERS "/%s (the journal "
              "records it%s)", part, tmp,
              e == ENOENT ? "; the offered file is gone: removed by someone?" : "");
     return out_fail(co, err, what, e);
@@ -120,7 +121,7 @@ static int publish(struct coord *co, const struct coord_pending *p, struct cohor
 /* A listing holds what the directory holds, listed once at start: the
  * offers' tokens (in the offers' folder) and the parts' numbers, sorted. */
 struct listing {
-    uint8_t (*tok)[OUTPUT_TOKEN_LEN];
+    uint8_t (*tok)[PARTS_TOKEN_LEN];
     bool *used;
     uint64_t *part;
     size_t n_tok, n_part, cap_tok, cap_part;
@@ -128,7 +129,7 @@ struct listing {
 
 static int cmp_tok(const void *a, const void *b)
 {
-    return memcmp(a, b, OUTPUT_TOKEN_LEN);
+    return memcmp(a, b, PARTS_TOKEN_LEN);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -152,15 +153,15 @@ static int scan(int dir_fd, struct listing *l, bool parts)
         return -1;
     }
     struct dirent *de;
-    uint8_t t[OUTPUT_TOKEN_LEN];
+    uint8_t t[PARTS_TOKEN_LEN];
     uint64_t n;
     int rc = 0;
     while (rc == 0 && (de = readdir(d))) {
-        if (output_tmp_token(de->d_name, t) == 0) {
+        if (parts_tmp_token(de->d_name, t) == 0) {
             rc = base_grow((void **)&l->tok, &l->cap_tok, l->n_tok + 1, sizeof *l->tok);
             if (rc == 0)
-                memcpy(l->tok[l->n_tok++], t, OUTPUT_TOKEN_LEN);
-        } else if (parts && output_part_number(de->d_name, &n) == 0) {
+                memcpy(l->tok[l->n_tok++], t, PARTS_TOKEN_LEN);
+        } else if (parts && parts_number(de->d_name, &n) == 0) {
             rc = base_grow((void **)&l->part, &l->cap_part, l->n_part + 1, sizeof *l->part);
             if (rc == 0)
                 l->part[l->n_part++] = n;
@@ -184,20 +185,20 @@ static bool same_file(int a_fd, const char *a, int b_fd, const char *b)
  * tokens) into the offers' folder: it links each there, syncs the folder,
  * then removes each old name. A crash in between leaves two names of one
  * file, which the next start moves again. Returns 0, or -1 with err. */
-static int move_old_offers(struct coord *co, const struct listing *l, struct cohort_err *err)
+static int move_old_offers(struct work_service *co, const struct listing *l, struct cohort_err *err)
 {
-    char name[OUTPUT_NAME_MAX];
+    char name[PARTS_NAME_MAX];
     for (size_t i = 0; i < l->n_tok; i++) {
-        output_tmp_name(l->tok[i], name);
+        parts_tmp_name(l->tok[i], name);
         int e = linkat(co->out_fd, name, co->offers_fd, name, 0) < 0 ? errno : 0;
         if (e && !(e == EEXIST && same_file(co->out_fd, name, co->offers_fd, name)))
             return out_fail(co, err, "cannot move an offer of an older cohort into "
-                            OUTPUT_OFFERS, e);
+                            PARTS_OFFERS, e);
     }
     if (l->n_tok && fsync(co->offers_fd) < 0)
         return out_fail(co, err, "cannot be synced", errno);
     for (size_t i = 0; i < l->n_tok; i++) {
-        output_tmp_name(l->tok[i], name);
+        parts_tmp_name(l->tok[i], name);
         if (unlinkat(co->out_fd, name, 0) < 0 && errno != ENOENT)
             return out_fail(co, err, "cannot remove an offer of an older cohort", errno);
     }
@@ -206,7 +207,7 @@ static int move_old_offers(struct coord *co, const struct listing *l, struct coh
 
 /* Lists the parts of the directory into l (moving its old offers), then
  * the offers of its folder, sorted. Returns 0, or -1 with err. */
-static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
+static int list_dir(struct work_service *co, struct listing *l, struct cohort_err *err)
 {
     int rc = scan(co->out_fd, l, true);
     if (rc == 0 && move_old_offers(co, l, err) < 0)
@@ -230,16 +231,16 @@ static int list_dir(struct coord *co, struct listing *l, struct cohort_err *err)
  * there (a crash between the two), the offer's name is removed once it is
  * the part's file. A part linked alone is done. When neither is there,
  * someone lost them, and the start is refused. Returns 0, or -1 with err. */
-static int finish(struct coord *co, struct listing *l, const struct coord_pending *p,
+static int finish(struct work_service *co, struct listing *l, const struct work_service_pending *p,
                   struct cohort_err *err)
 {
-    char tmp[OUTPUT_NAME_MAX], part[OUTPUT_NAME_MAX], what[400];
-    const uint8_t(*t)[OUTPUT_TOKEN_LEN] =
+    char tmp[PARTS_NAME_MAX], part[PARTS_NAME_MAX], what[400];
+    const uint8_t(*t)[PARTS_TOKEN_LEN] =
         l->n_tok ? bsearch(p->token, l->tok, l->n_tok, sizeof *l->tok, cmp_tok) : NULL;
     bool linked = l->n_part &&
                   bsearch(&p->part, l->part, l->n_part, sizeof *l->part, cmp_u64) != NULL;
-    output_tmp_name(p->token, tmp);
-    output_part_name(p->part, part);
+    parts_tmp_name(p->token, tmp);
+    parts_name(p->part, part);
     if (t)
         l->used[t - l->tok] = true;
     if (t && !linked)
@@ -250,7 +251,7 @@ static int finish(struct coord *co, struct listing *l, const struct coord_pendin
     if (linked && !t)
         return 0;
     snprintf(what, sizeof what, "%s, which the journal of queue '%s' records as published "
-             "from " OUTPUT_OFFERS "/%s, %s: move the directory and the journal away to start "
+             "from " PARTS_OFFERS "/%s, %s: move the directory and the journal away to start "
              "the queue afresh",
              part, co->cfg->name, tmp, t ? "is another file" : "is missing, and so is the offer");
     return out_fail(co, err, what, 0);
@@ -261,17 +262,17 @@ static int finish(struct coord *co, struct listing *l, const struct coord_pendin
  * commit was not synced), so they are removed. A part numbered beyond the
  * journal's is another queue's or an old run's, so the start is refused.
  * Returns 0, or -1 with err. */
-static int clear(struct coord *co, const struct listing *l, struct cohort_err *err)
+static int clear(struct work_service *co, const struct listing *l, struct cohort_err *err)
 {
-    char name[OUTPUT_NAME_MAX];
+    char name[PARTS_NAME_MAX];
     for (size_t i = 0; i < l->n_tok; i++) {
-        output_tmp_name(l->tok[i], name);
+        parts_tmp_name(l->tok[i], name);
         if (!l->used[i] && unlinkat(co->offers_fd, name, 0) < 0 && errno != ENOENT)
             return out_fail(co, err, "cannot remove an offer never committed", errno);
     }
     if (l->n_part && l->part[l->n_part - 1] >= co->next_part) {
         char what[400];
-        output_part_name(l->part[l->n_part - 1], name);
+        parts_name(l->part[l->n_part - 1], name);
         snprintf(what, sizeof what, "holds %s, which the journal of queue '%s' never "
                  "published: give the queue an empty directory of its own", name, co->cfg->name);
         return out_fail(co, err, what, 0);
@@ -279,7 +280,7 @@ static int clear(struct coord *co, const struct listing *l, struct cohort_err *e
     return 0;
 }
 
-int coord_output_open(struct coord *co, struct cohort_err *err)
+int work_service_output_open(struct work_service *co, struct cohort_err *err)
 {
     co->out_fd = co->lock_fd = co->offers_fd = -1;
     if (!co->cfg->output[0] && co->n_pend)
@@ -306,37 +307,37 @@ int coord_output_open(struct coord *co, struct cohort_err *err)
 
 /* Checks that the offered file of token is this user's regular file, with
  * one link, of size bytes. Returns 0, or -1 with why. */
-static int offered(struct coord *co, const uint8_t *token, uint64_t size, char *why,
+static int offered(struct work_service *co, const uint8_t *token, uint64_t size, char *why,
                    size_t len)
 {
-    char tmp[OUTPUT_NAME_MAX];
+    char tmp[PARTS_NAME_MAX];
     struct stat st;
-    output_tmp_name(token, tmp);
+    parts_tmp_name(token, tmp);
     if (fstatat(co->offers_fd, tmp, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        snprintf(why, len, "the coordinator (on %s) finds no file %s in %s/" OUTPUT_OFFERS
+        snprintf(why, len, "the coordinator (on %s) finds no file %s in %s/" PARTS_OFFERS
                  " (%s): the output directory must be on a filesystem every node of the step "
                  "sees", co->host, tmp, co->cfg->output, strerror(errno));
     else if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1)
-        snprintf(why, len, "%s in %s/" OUTPUT_OFFERS " is not a file of this user's with one "
+        snprintf(why, len, "%s in %s/" PARTS_OFFERS " is not a file of this user's with one "
                  "link", tmp, co->cfg->output);
     else if ((uint64_t)st.st_size != size)
-        snprintf(why, len, "%s in %s/" OUTPUT_OFFERS " holds %lld bytes, not the %" PRIu64
+        snprintf(why, len, "%s in %s/" PARTS_OFFERS " holds %lld bytes, not the %" PRIu64
                  " offered", tmp, co->cfg->output, (long long)st.st_size, size);
     else
         return 0;
     return -1;
 }
 
-void coord_output_discard(struct coord *co, const uint8_t *token)
+void work_service_output_discard(struct work_service *co, const uint8_t *token)
 {
-    char tmp[OUTPUT_NAME_MAX];
-    output_tmp_name(token, tmp);
+    char tmp[PARTS_NAME_MAX];
+    parts_tmp_name(token, tmp);
     if (co->offers_fd >= 0)
         (void)unlinkat(co->offers_fd, tmp, 0);
 }
 
-int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len, size_t n,
-                       char *why, size_t len)
+int work_service_output_offer(struct work_service *co, const uint8_t *token, uint64_t data_len,
+                              size_t n, char *why, size_t len)
 {
     if (co->out_fd < 0) {
         snprintf(why, len, "queue '%s' was opened without an output directory",
@@ -344,32 +345,32 @@ int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len
         return -1;
     }
     size_t spans = work_span_count(co->ids, n);
-    if (spans > OUTPUT_SPANS_MAX || data_len > UINT64_MAX / 2) {
+    if (spans > PARTS_SPANS_MAX || data_len > UINT64_MAX / 2) {
         snprintf(why, len, "a part of %zu runs of ids (at most %u) or of %" PRIu64 " bytes",
-                 spans, OUTPUT_SPANS_MAX, data_len);
+                 spans, PARTS_SPANS_MAX, data_len);
         return -1;
     }
-    return offered(co, token, output_head_len((uint32_t)spans) + data_len, why, len);
+    return offered(co, token, parts_head_len((uint32_t)spans) + data_len, why, len);
 }
 
-int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token)
+int work_service_output_offered(struct work_service *co, uint64_t part, const uint8_t *token)
 {
     if (base_grow((void **)&co->pend, &co->cap_pend, co->n_pend + 1, sizeof *co->pend) < 0)
         return -1;
-    struct coord_pending *p = &co->pend[co->n_pend++];
+    struct work_service_pending *p = &co->pend[co->n_pend++];
     p->part = part;
-    memcpy(p->token, token, OUTPUT_TOKEN_LEN);
+    memcpy(p->token, token, PARTS_TOKEN_LEN);
     return 0;
 }
 
-int coord_output_durable(struct coord *co, struct cohort_err *err)
+int work_service_output_durable(struct work_service *co, struct cohort_err *err)
 {
     if (co->n_pend && fsync(co->offers_fd) < 0)
         return out_fail(co, err, "cannot be synced", errno);
     return 0;
 }
 
-int coord_output_publish(struct coord *co, struct cohort_err *err)
+int work_service_output_publish(struct work_service *co, struct cohort_err *err)
 {
     for (size_t i = 0; i < co->n_pend; i++)
         if (publish(co, &co->pend[i], err) < 0)
@@ -381,7 +382,7 @@ int coord_output_publish(struct coord *co, struct cohort_err *err)
     return 0;
 }
 
-void coord_output_close(struct coord *co)
+void work_service_output_close(struct work_service *co)
 {
     if (co->lock_fd >= 0)
         close(co->lock_fd);

@@ -19,11 +19,11 @@
 struct journal;
 struct journal_event;
 
-/* A coord_pending is a part recorded in the journal and not yet linked
+/* A work_service_pending is a part recorded in the journal and not yet linked
  * under its name. */
-struct coord_pending {
+struct work_service_pending {
     uint64_t part;
-    uint8_t token[16];      /* the offered file's (OUTPUT_TOKEN_LEN) */
+    uint8_t token[16];      /* the offered file's (PARTS_TOKEN_LEN) */
 };
 
 /* A worker is what the coordinator knows of one rank's worker. */
@@ -40,7 +40,7 @@ struct worker {
     uint32_t due_len;
 };
 
-struct coord {
+struct work_service {
     struct peers *peers;    /* the ranks, through the node relays */
     const struct coord_config *cfg;
     struct sched *s;
@@ -48,10 +48,10 @@ struct coord {
     struct peers_ops ops;   /* work_service.c's: requests, workers joining and lost,
                              * at co->now */
     struct worker *w;       /* per rank */
-    uint64_t *ids;          /* COORD_LEASE_MAX: one request's ids */
+    uint64_t *ids;          /* WORK_SERVICE_LEASE_MAX: one request's ids */
     uint8_t *spans;         /* the spans of those ids */
     uint8_t *verdicts;      /* per id of a commit or failure */
-    uint64_t *stale;        /* COORD_LEASE_MAX: the ids of one call found stale */
+    uint64_t *stale;        /* WORK_SERVICE_LEASE_MAX: the ids of one call found stale */
     struct journal *journal;
     bool journal_failed;    /* An add failed: the next sync fails with its line. */
     struct cohort_err journal_error;
@@ -59,9 +59,9 @@ struct coord {
     int64_t next_record;    /* when the totals are recorded next (if changed) */
     int out_fd;             /* the output directory; -1: none */
     int lock_fd;            /* its .lock, locked while this coordinator runs; -1: none */
-    int offers_fd;          /* its offers' folder (output.h); -1: none */
+    int offers_fd;          /* its offers' folder (parts.h); -1: none */
     uint64_t next_part;     /* the number the next published part gets */
-    struct coord_pending *pend; /* parts recorded, to be linked after the sync */
+    struct work_service_pending *pend; /* parts recorded, to be linked after the sync */
     size_t n_pend, cap_pend;
     char host[64];          /* where the coordinator runs, for messages */
     uint32_t connected, lost_workers;
@@ -82,74 +82,77 @@ struct coord {
     uint64_t granted, last_committed;
 };
 
-/* work_service_loop.c: coord_run serves on co->net as the work service's
+/* work_service_loop.c: work_service_run serves on co->net as the work service's
  * run says (work_service.h). */
-int coord_run(struct coord *co, struct cohort_err *err);
+int work_service_run(struct work_service *co, struct cohort_err *err);
 
-/* work_service_answer.c: coord_send sends a frame of op to rank (none when
- * it is gone); coord_totals sends the queue's totals as op (WORK_TOTALS,
- * WORK_CLOSED); coord_stopped tells every worker still connected why the
- * coordinator stops (WORK_STOPPED with why's code and sentence);
- * coord_finished says whether every item is committed or set aside. */
-void coord_send(struct coord *co, uint32_t rank, enum work_op op, const void *p, uint32_t len);
-void coord_totals(struct coord *co, uint32_t rank, enum work_op op);
-void coord_stopped(struct coord *co, const struct cohort_err *why);
-bool coord_finished(const struct coord *co);
+/* work_service_answer.c: work_service_send sends a frame of op to rank (none
+ * when it is gone); work_service_totals sends the queue's totals as op
+ * (WORK_TOTALS, WORK_CLOSED); work_service_stopped tells every worker still
+ * connected why the coordinator stops (WORK_STOPPED with why's code and
+ * sentence); work_service_finished says whether every item is committed or set
+ * aside. */
+void work_service_send(struct work_service *co, uint32_t rank, enum work_op op, const void *p,
+                       uint32_t len);
+void work_service_totals(struct work_service *co, uint32_t rank, enum work_op op);
+void work_service_stopped(struct work_service *co, const struct cohort_err *why);
+bool work_service_finished(const struct work_service *co);
 
 
-/* work_service_wake.c: coord_lease answers a lease now or holds it;
- * coord_hold notes a held lease or close; coord_wake, called each turn of
- * the loop, tries held leases again after a change and answers them once
- * the queue is done or at the keepalive. */
-int coord_wake_new(struct coord *co);
-void coord_wake_free(struct coord *co);
-void coord_lease(struct coord *co, uint32_t rank, int64_t now);
-void coord_hold(struct coord *co, uint32_t rank, bool close);
-void coord_wake(struct coord *co, int64_t now);
+/* work_service_wake.c: work_service_lease answers a lease now or holds it;
+ * work_service_hold notes a held lease or close; work_service_wake, called
+ * each turn of the loop, tries held leases again after a change and answers
+ * them once the queue is done or at the keepalive. */
+int work_service_wake_new(struct work_service *co);
+void work_service_wake_free(struct work_service *co);
+void work_service_lease(struct work_service *co, uint32_t rank, int64_t now);
+void work_service_hold(struct work_service *co, uint32_t rank, bool close);
+void work_service_wake(struct work_service *co, int64_t now);
 
 /* The journal is opened (and replayed into the scheduler) at start;
- * coord_journal_add adds the taken ids of a commit (co->ids with
- * co->verdicts); coord_journal_sync syncs it once a round before the held
- * answers go out. Without a journal these do nothing. */
-int coord_journal_open(struct coord *co, struct cohort_err *err);
-int coord_journal_add(struct coord *co, size_t n);
-int coord_journal_sync(struct coord *co, struct cohort_err *err);
+ * work_service_journal_add adds the taken ids of a commit (co->ids with
+ * co->verdicts); work_service_journal_sync syncs it once a round before the
+ * held answers go out. Without a journal these do nothing. */
+int work_service_journal_open(struct work_service *co, struct cohort_err *err);
+int work_service_journal_add(struct work_service *co, size_t n);
+int work_service_journal_sync(struct work_service *co, struct cohort_err *err);
 /* Records the totals for cohort-work status when they changed since the
  * last record (synced with the round). Returns whether a record was made. */
-bool coord_journal_progress(struct coord *co);
+bool work_service_journal_progress(struct work_service *co);
 /* At the end, writes the items set aside and syncs them. */
-int coord_journal_end(struct coord *co, struct cohort_err *err);
-void coord_journal_close(struct coord *co);
+int work_service_journal_end(struct work_service *co, struct cohort_err *err);
+void work_service_journal_close(struct work_service *co);
 
 /* Records a commit with results (COMMIT_OUTPUT) of co->ids[0..n-1], its ids
  * and part, with the others of the round. Returns 0, or -1 when the journal
  * failed (the next sync says so). */
-int coord_journal_publish(struct coord *co, uint64_t part, uint64_t data_len, uint32_t kind,
-                          const uint8_t *token, size_t n);
+int work_service_journal_publish(struct work_service *co, uint64_t part, uint64_t data_len,
+                                 uint32_t kind, const uint8_t *token, size_t n);
 
-/* Published results (work_service_output.c). coord_output_replayed gathers the
- * journal's publications at start; coord_output_open then opens (makes)
- * the directory, finishes them and clears away offers never committed.
- * coord_output_offer checks a worker's offered file for co->ids[0..n-1]
- * (0, or -1 with the sentence for the worker in why); once the commit is
- * recorded, coord_output_offered keeps the part (-1: out of memory);
- * coord_output_durable syncs the directory before the journal's sync (the
- * offers' names), and coord_output_publish after it links every recorded
- * part under its name. coord_output_discard removes an offer that lost. */
-int coord_output_replayed(struct coord *co, const struct journal_event *ev,
-                          struct cohort_err *err);
-int coord_output_open(struct coord *co, struct cohort_err *err);
-int coord_output_offer(struct coord *co, const uint8_t *token, uint64_t data_len, size_t n,
-                       char *why, size_t len);
-int coord_output_offered(struct coord *co, uint64_t part, const uint8_t *token);
-int coord_output_durable(struct coord *co, struct cohort_err *err);
-int coord_output_publish(struct coord *co, struct cohort_err *err);
-void coord_output_discard(struct coord *co, const uint8_t *token);
-void coord_output_close(struct coord *co);
+/* Published results (work_service_output.c). work_service_output_replayed
+ * gathers the journal's publications at start; work_service_output_open then
+ * opens (makes) the directory, finishes them and clears away offers never
+ * committed. work_service_output_offer checks a worker's offered file for
+ * co->ids[0..n-1] (0, or -1 with the sentence for the worker in why); once the
+ * commit is recorded, work_service_output_offered keeps the part (-1: out of
+ * memory); work_service_output_durable syncs the directory before the
+ * journal's sync (the offers' names), and work_service_output_publish after it
+ * links every recorded part under its name. work_service_output_discard
+ * removes an offer that lost. */
+int work_service_output_replayed(struct work_service *co, const struct journal_event *ev,
+                                 struct cohort_err *err);
+int work_service_output_open(struct work_service *co, struct cohort_err *err);
+int work_service_output_offer(struct work_service *co, const uint8_t *token, uint64_t data_len,
+                              size_t n, char *why, size_t len);
+int work_service_output_offered(struct work_service *co, uint64_t part, const uint8_t *token);
+int work_service_output_durable(struct work_service *co, struct cohort_err *err);
+int work_service_output_publish(struct work_service *co, struct cohort_err *err);
+void work_service_output_discard(struct work_service *co, const uint8_t *token);
+void work_service_output_close(struct work_service *co);
 
 /* When verbose, these write a progress line now and then, and the final
  * line. */
-void coord_progress(struct coord *co, int64_t now);
-void coord_report(struct coord *co);
+void work_service_progress(struct work_service *co, int64_t now);
+void work_service_report(struct work_service *co);
 
 #endif

@@ -1,7 +1,7 @@
-/* work_service_report.c - what the work coordinator says on its standard
- * error (which is rank 0's, so srun shows it). With COHORT_VERBOSE it writes
- * a progress line every COORD_PROGRESS_MS, and at the end it writes one line
- * for the queue: the items, what became of them, and every worker's count
+/* work_service_report.c - what the work coordinator says on its standard error
+ * (which is rank 0's, so srun shows it). With COHORT_VERBOSE it writes a
+ * progress line every WORK_SERVICE_PROGRESS_MS, and at the end it writes one
+ * line for the queue: the items, what became of them, and every worker's count
  * and rate. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 
 #include "work_service_private.h"
 
-void coord_progress(struct coord *co, int64_t now)
+void work_service_progress(struct work_service *co, int64_t now)
 {
     struct sched_status st;
     sched_status(co->s, &st);
@@ -40,7 +40,7 @@ static void append(char *buf, size_t len, size_t *used, const char *s)
     *used += n;
 }
 
-void coord_report(struct coord *co)
+void work_service_report(struct work_service *co)
 {
     struct sched_status st;
     sched_status(co->s, &st);

@@ -1,7 +1,7 @@
 /* cohort_work_output.c - a worker's commit with results
  * (cohort_work_commit_output): the results written by this worker as an
  * offered part in the offers' folder of the queue's output directory
- * (output.h: .offers, this user's alone, so that no other user can reach
+ * (parts.h: .offers, this user's alone, so that no other user can reach
  * an offer, nor hard-link it) and synced,
  * then offered to the coordinator with the ids, all or nothing. The
  * coordinator links the part under its name once the commit is durable,
@@ -44,11 +44,11 @@ static int sorted(struct cohort_work *w, const char *func, const uint64_t *ids, 
                                         "cohort: %s: id %llu is given twice", func,
                                         (unsigned long long)s[i]);
     *spans = work_span_count(s, n);
-    if (*spans > OUTPUT_SPANS_MAX)
+    if (*spans > PARTS_SPANS_MAX)
         return cohort_internal_fail(w->c, COHORT_ERR_USAGE,
                                     "cohort: %s: the ids form %zu runs, above %u: commit them "
                                     "in smaller calls",
-                                    func, *spans, OUTPUT_SPANS_MAX);
+                                    func, *spans, PARTS_SPANS_MAX);
     return 0;
 }
 
@@ -62,7 +62,7 @@ static int write_fail(struct cohort_work *w, const char *func, const char *what,
 /* The output directory's offers' folder, opened at the first commit with
  * results as the coordinator opened it: the directory not through a
  * symbolic link, this user's, not writable by group or others; the folder
- * made when missing and checked (output_offers_open). 0, or -1 with the
+ * made when missing and checked (parts_offers_open). 0, or -1 with the
  * error. */
 static int open_offers(struct cohort_work *w, const char *func)
 {
@@ -81,7 +81,7 @@ static int open_offers(struct cohort_work *w, const char *func)
                                     "not on a filesystem every node sees?)",
                                     func, w->name, w->output);
     }
-    w->offers_fd = output_offers_open(fd, w->output, &e);
+    w->offers_fd = parts_offers_open(fd, w->output, &e);
     close(fd);
     if (w->offers_fd < 0)
         return cohort_internal_fail(w->c, COHORT_ERR_CONFIG, "cohort: %s: queue '%s': %s", func,
@@ -92,7 +92,7 @@ static int open_offers(struct cohort_work *w, const char *func)
 /* A fresh random token. 0, or -1 with the error. */
 static int draw(struct cohort_work *w, const char *func, uint8_t *token)
 {
-    if (base_random(token, OUTPUT_TOKEN_LEN) < 0)
+    if (base_random(token, PARTS_TOKEN_LEN) < 0)
         return write_fail(w, func, "draw a random name for", errno);
     return 0;
 }
@@ -102,8 +102,8 @@ static int draw(struct cohort_work *w, const char *func, uint8_t *token)
 static int offer_file(struct cohort_work *w, const char *func, const uint8_t *head,
                       size_t head_len, const void *data, size_t len, const uint8_t *token)
 {
-    char name[OUTPUT_NAME_MAX];
-    output_tmp_name(token, name);
+    char name[PARTS_NAME_MAX];
+    parts_tmp_name(token, name);
     int fd = openat(w->offers_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return write_fail(w, func, "create a file for", errno);
@@ -125,7 +125,7 @@ static uint8_t *request(const struct cohort_work *w, const uint8_t *token, size_
     uint8_t *req = malloc(*req_len);
     if (!req)
         return NULL;
-    memcpy(req, token, OUTPUT_TOKEN_LEN);
+    memcpy(req, token, PARTS_TOKEN_LEN);
     wire_put64(req + 16, (uint64_t)len);
     wire_put32(req + 24, kind);
     work_spans_put(w->ids, n, req + WORK_OUTPUT_HEAD);
@@ -147,14 +147,14 @@ static int commit_output(struct cohort_work *w, const char *func, const uint64_t
     if (w->gone)
         return work_call(w, func, WORK_COMMIT_OUTPUT, NULL, 0, NULL); /* says why */
     size_t spans = 0, head_len;
-    uint8_t token[OUTPUT_TOKEN_LEN], *head;
+    uint8_t token[PARTS_TOKEN_LEN], *head;
     if (sorted(w, func, ids, n, &spans) < 0 || open_offers(w, func) < 0 || draw(w, func, token) < 0)
         return -1;
-    head_len = output_head_len((uint32_t)spans);
+    head_len = parts_head_len((uint32_t)spans);
     if (!(head = malloc(head_len)))
         return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory",
                                     func);
-    output_head_put(head, kind, token, w->ids, n, (uint32_t)spans, (uint64_t)len);
+    parts_head_put(head, kind, token, w->ids, n, (uint32_t)spans, (uint64_t)len);
     int rc = offer_file(w, func, head, head_len, data, len, token);
     free(head);
     if (rc < 0)
@@ -162,8 +162,8 @@ static int commit_output(struct cohort_work *w, const char *func, const uint64_t
     uint32_t req_len;
     uint8_t *req = request(w, token, len, kind, n, spans, &req_len);
     struct wire_frame f;
-    char name[OUTPUT_NAME_MAX];
-    output_tmp_name(token, name);
+    char name[PARTS_NAME_MAX];
+    parts_tmp_name(token, name);
     if (!req) {
         unlinkat(w->offers_fd, name, 0);
         return cohort_internal_fail(w->c, COHORT_ERR_RESOURCE, "cohort: %s: out of memory",

@@ -24,7 +24,7 @@ struct cohort_work {
     size_t n_stale, stale_cap;
     uint64_t n_items;
     char *output;             /* the results' directory, or NULL */
-    int offers_fd;            /* its offers' folder (output.h), opened at the first
+    int offers_fd;            /* its offers' folder (parts.h), opened at the first
                                * commit with results; -1 */
     uint64_t *ids;            /* a commit with results' ids, sorted */
     bool journal;             /* for messages: whether a rerun resumes */

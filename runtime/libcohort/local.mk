@@ -24,7 +24,7 @@ EXTRA_DIST += runtime/libcohort/boot_pmix.c
 # The hwloc-free halves of apply and the planner: libcohort does not link hwloc.
 runtime_libcohort_libcohort_la_LIBADD = runtime/coord_start/libcohort_coord_start.la \
 	runtime/streams/libcohort_streams_msg.la runtime/work/libcohort_work_msg.la \
-	runtime/work/libcohort_work_output.la \
+	runtime/work/libcohort_work_parts.la \
 	runtime/bootstrap/libcohort_bootstrap.la runtime/net/libcohort_net.la \
 	runtime/apply/libcohort_apply_base.la runtime/planner/libcohort_planner_base.la \
 	$(CRYPTO_LIBS) $(MUNGE_LIBS) $(PMIX_LIBS)

@@ -22,7 +22,7 @@
 struct part {
     uint64_t number, data_len, n_ids, size;
     uint32_t kind, n_spans;
-    uint8_t token[OUTPUT_TOKEN_LEN]; /* of its offer */
+    uint8_t token[PARTS_TOKEN_LEN]; /* of its offer */
     uint64_t *spans;  /* n_spans (lo, hi) pairs */
     int in_journal;
 };
@@ -70,9 +70,9 @@ static int read_part(struct listing *l, int dfd, const char *name, struct part *
             close(fd);
         return -1;
     }
-    size_t want = OUTPUT_FIXED, got = 0;
+    size_t want = PARTS_FIXED, got = 0;
     uint8_t *buf = NULL;
-    struct output_head h;
+    struct parts_head h;
     struct cohort_err err;
     int rc = 1;
     while (rc == 1) {
@@ -85,7 +85,7 @@ static int read_part(struct listing *l, int dfd, const char *name, struct part *
             break;
         }
         got += (size_t)k;
-        rc = got < want ? 1 : output_head_get(buf, got, 0, &h, &err);
+        rc = got < want ? 1 : parts_head_get(buf, got, 0, &h, &err);
         want = rc == 1 && got == want ? h.head_len : want;
     }
     close(fd);
@@ -104,7 +104,7 @@ static int read_part(struct listing *l, int dfd, const char *name, struct part *
     for (uint32_t i = 0; i < 2 * h.n_spans; i++)
         pt->spans[i] = get64(h.spans + 8 * i);
     pt->kind = h.kind, pt->n_spans = h.n_spans, pt->data_len = h.data_len;
-    memcpy(pt->token, h.token, OUTPUT_TOKEN_LEN);
+    memcpy(pt->token, h.token, PARTS_TOKEN_LEN);
     pt->n_ids = h.n_ids, pt->size = (uint64_t)st.st_size;
     free(buf);
     return 0;
@@ -130,9 +130,9 @@ static int gather(struct listing *l, const char *dir)
     struct dirent *de;
     uint64_t num;
     while ((de = readdir(d))) {
-        if (!strncmp(de->d_name, OUTPUT_TMP_PREFIX, strlen(OUTPUT_TMP_PREFIX)))
+        if (!strncmp(de->d_name, PARTS_TMP_PREFIX, strlen(PARTS_TMP_PREFIX)))
             l->offers++;
-        if (output_part_number(de->d_name, &num) < 0)
+        if (parts_number(de->d_name, &num) < 0)
             continue;
         if (l->n == l->cap) {
             l->cap = l->cap ? 2 * l->cap : 64;
@@ -145,11 +145,11 @@ static int gather(struct listing *l, const char *dir)
         if (read_part(l, dfd, de->d_name, &pt) == 0)
             l->p[l->n++] = pt;
     }
-    int ofd = openat(dirfd(d), OUTPUT_OFFERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int ofd = openat(dirfd(d), PARTS_OFFERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     closedir(d);
     DIR *od = ofd >= 0 ? fdopendir(ofd) : NULL;
     while (od && (de = readdir(od)))
-        l->offers += !strncmp(de->d_name, OUTPUT_TMP_PREFIX, strlen(OUTPUT_TMP_PREFIX));
+        l->offers += !strncmp(de->d_name, PARTS_TMP_PREFIX, strlen(PARTS_TMP_PREFIX));
     if (od)
         closedir(od);
     else if (ofd >= 0)
@@ -209,7 +209,7 @@ static int published(void *ctx, const struct journal_event *ev, struct cohort_er
     }
     int same = pt->n_spans == ev->n_spans && pt->data_len == ev->data_len &&
                pt->kind == ev->data_kind && !pt->in_journal &&
-               !memcmp(pt->token, ev->token, OUTPUT_TOKEN_LEN);
+               !memcmp(pt->token, ev->token, PARTS_TOKEN_LEN);
     for (uint32_t i = 0; same && i < 2 * ev->n_spans; i++)
         same = pt->spans[i] == get64(ev->spans + 8 * i);
     if (!same)
@@ -241,8 +241,8 @@ static json_t *against_journal(struct listing *l, const char *journal)
 
 static json_t *part_json(const struct part *pt)
 {
-    char name[OUTPUT_NAME_MAX];
-    output_part_name(pt->number, name);
+    char name[PARTS_NAME_MAX];
+    parts_name(pt->number, name);
     json_t *ids = json_array();
     for (uint32_t k = 0; k < pt->n_spans; k++)
         json_array_append_new(ids, json_pack("[I, I]", (json_int_t)pt->spans[2 * k],
@@ -257,8 +257,8 @@ static void print_text(const struct listing *l, const char *dir, const json_t *j
     char *d = escaped(dir);
     for (size_t i = 0; i < l->n; i++) {
         const struct part *pt = &l->p[i];
-        char name[OUTPUT_NAME_MAX];
-        output_part_name(pt->number, name);
+        char name[PARTS_NAME_MAX];
+        parts_name(pt->number, name);
         printf("%s  ids ", name);
         for (uint32_t k = 0; k < pt->n_spans && k < 8; k++)
             printf(pt->spans[2 * k + 1] - pt->spans[2 * k] > 1 ? "%s%" PRIu64 "-%" PRIu64

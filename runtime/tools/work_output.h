@@ -1,5 +1,5 @@
 /* work_output.h - `cohort-work output DIR`: lists and checks what a work
- * queue published in its output directory (output.h): each part's file,
+ * queue published in its output directory (parts.h): each part's file,
  * ids as ranges, kind and size; every id in at most one part; with the
  * queue's journal, every publication it records present as recorded, and
  * no part it does not record, so that every id committed with results is

@@ -18,7 +18,7 @@
  *       token (16 bytes), then spans as COMMITTED's (ascending, disjoint,
  *       1..JOURNAL_PUB_SPANS_MAX): these ids are committed, and their results
  *       are part number `part` of the queue's output directory, offered as
- *       the file named by the token (output.h);
+ *       the file named by the token (parts.h);
  *     JOURNAL_PROGRESS (4): time (u64, ms since the epoch), committed (u64),
  *       leased (u64), set aside (u64), workers connected (u32): the
  *       coordinator's totals, every few seconds while they change, for

@@ -22,12 +22,12 @@ bench_scale_sim_LDFLAGS = -no-install
 noinst_LTLIBRARIES += runtime/work/libcohort_work_msg.la
 runtime_work_libcohort_work_msg_la_SOURCES = runtime/work/work_msg.c runtime/work/work_msg.h
 
-## A queue's published results: the part files' bytes and names (output.h),
+## A queue's published results: the part files' bytes and names (parts.h),
 ## shared by the workers, the coordinator and cohort-work.
-noinst_LTLIBRARIES += runtime/work/libcohort_work_output.la
-runtime_work_libcohort_work_output_la_SOURCES = runtime/work/parts.c runtime/work/parts.h
-runtime_work_libcohort_work_output_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
-runtime_work_libcohort_work_output_la_LIBADD = $(CRYPTO_LIBS)
+noinst_LTLIBRARIES += runtime/work/libcohort_work_parts.la
+runtime_work_libcohort_work_parts_la_SOURCES = runtime/work/parts.c runtime/work/parts.h
+runtime_work_libcohort_work_parts_la_CFLAGS = $(AM_CFLAGS) $(CRYPTO_CFLAGS)
+runtime_work_libcohort_work_parts_la_LIBADD = $(CRYPTO_LIBS)
 
 ## The work queue's journal (the coordinator's durable commits, resume) and
 ## cohort-work, which reads one.
@@ -50,7 +50,7 @@ runtime_tools_cohort_work_SOURCES = runtime/tools/cohort-work.c runtime/tools/wo
 	runtime/tools/work_output.h runtime/tools/text_escape.c runtime/tools/text_escape.h
 runtime_tools_cohort_work_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 runtime_tools_cohort_work_LDADD = runtime/work/libcohort_work_journal.la \
-	runtime/work/libcohort_work_output.la runtime/work/libcohort_work_msg.la \
+	runtime/work/libcohort_work_parts.la runtime/work/libcohort_work_msg.la \
 	runtime/planner/libcohort_planner_base.la $(JANSSON_LIBS)
 dist_man_MANS += docs/man/cohort-work.1
 

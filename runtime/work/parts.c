@@ -1,5 +1,5 @@
-/* output.c - a published part's bytes, the output directory's names and
- * its offers' folder, made and checked (see output.h). */
+/* parts.c - a published part's bytes, the output directory's names and
+ * its offers' folder, made and checked (see parts.h). */
 #include "parts.h"
 
 #include <errno.h>
@@ -33,28 +33,28 @@ static uint64_t get64(const uint8_t *p)
     return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
-static void check(const uint8_t *p, size_t len, uint8_t out[OUTPUT_CHECK])
+static void check(const uint8_t *p, size_t len, uint8_t out[PARTS_CHECK])
 {
     struct sha256_ctx c;
     sha256_init(&c);
     sha256_update(&c, len, p);
-    sha256_digest(&c, OUTPUT_CHECK, out);
+    sha256_digest(&c, PARTS_CHECK, out);
 }
 
-size_t output_head_len(uint32_t n_spans)
+size_t parts_head_len(uint32_t n_spans)
 {
-    return OUTPUT_FIXED + (size_t)n_spans * 16 + OUTPUT_CHECK;
+    return PARTS_FIXED + (size_t)n_spans * 16 + PARTS_CHECK;
 }
 
-void output_head_put(uint8_t *h, uint32_t kind, const uint8_t token[OUTPUT_TOKEN_LEN],
-                     const uint64_t *ids, size_t n, uint32_t n_spans, uint64_t data_len)
+void parts_head_put(uint8_t *h, uint32_t kind, const uint8_t token[PARTS_TOKEN_LEN],
+                    const uint64_t *ids, size_t n, uint32_t n_spans, uint64_t data_len)
 {
-    memcpy(h, OUTPUT_MAGIC, 8);
+    memcpy(h, PARTS_MAGIC, 8);
     put32(h + 8, kind);
     put32(h + 12, n_spans);
     put64(h + 16, data_len);
-    memcpy(h + 24, token, OUTPUT_TOKEN_LEN);
-    uint8_t *s = h + OUTPUT_FIXED;
+    memcpy(h + 24, token, PARTS_TOKEN_LEN);
+    uint8_t *s = h + PARTS_FIXED;
     for (size_t i = 0, k; i < n; i = k, s += 16) {
         for (k = i + 1; k < n && ids[k] == ids[k - 1] + 1; k++)
             ;
@@ -64,26 +64,26 @@ void output_head_put(uint8_t *h, uint32_t kind, const uint8_t token[OUTPUT_TOKEN
     check(h, (size_t)(s - h), s);
 }
 
-int output_head_get(const uint8_t *p, size_t len, uint64_t n_items, struct output_head *h,
-                    struct cohort_err *err)
+int parts_head_get(const uint8_t *p, size_t len, uint64_t n_items, struct parts_head *h,
+                   struct cohort_err *err)
 {
-    uint8_t c[OUTPUT_CHECK];
-    if (len < OUTPUT_FIXED || memcmp(p, OUTPUT_MAGIC, 8) != 0)
+    uint8_t c[PARTS_CHECK];
+    if (len < PARTS_FIXED || memcmp(p, PARTS_MAGIC, 8) != 0)
         return cohort_fail(err, "not a cohort output part");
     h->kind = get32(p + 8);
     h->n_spans = get32(p + 12);
     h->data_len = get64(p + 16);
-    if (h->n_spans == 0 || h->n_spans > OUTPUT_SPANS_MAX)
+    if (h->n_spans == 0 || h->n_spans > PARTS_SPANS_MAX)
         return cohort_fail(err, "a head with %" PRIu32 " runs of ids (1 to %u)", h->n_spans,
-                           OUTPUT_SPANS_MAX);
-    h->head_len = output_head_len(h->n_spans);
+                           PARTS_SPANS_MAX);
+    h->head_len = parts_head_len(h->n_spans);
     if (len < h->head_len)
         return 1;
-    check(p, h->head_len - OUTPUT_CHECK, c);
-    if (memcmp(c, p + h->head_len - OUTPUT_CHECK, OUTPUT_CHECK) != 0)
+    check(p, h->head_len - PARTS_CHECK, c);
+    if (memcmp(c, p + h->head_len - PARTS_CHECK, PARTS_CHECK) != 0)
         return cohort_fail(err, "a head whose checksum is wrong");
     h->token = p + 24;
-    h->spans = p + OUTPUT_FIXED;
+    h->spans = p + PARTS_FIXED;
     h->n_ids = 0;
     for (uint32_t i = 0; i < h->n_spans; i++) {
         uint64_t lo = get64(h->spans + 16 * i), hi = get64(h->spans + 16 * i + 8);
@@ -95,27 +95,27 @@ int output_head_get(const uint8_t *p, size_t len, uint64_t n_items, struct outpu
     return 0;
 }
 
-void output_tmp_name(const uint8_t token[OUTPUT_TOKEN_LEN], char out[OUTPUT_NAME_MAX])
+void parts_tmp_name(const uint8_t token[PARTS_TOKEN_LEN], char out[PARTS_NAME_MAX])
 {
     static const char hex[] = "0123456789abcdef";
-    size_t at = strlen(OUTPUT_TMP_PREFIX);
-    memcpy(out, OUTPUT_TMP_PREFIX, at);
-    for (int i = 0; i < OUTPUT_TOKEN_LEN; i++) {
+    size_t at = strlen(PARTS_TMP_PREFIX);
+    memcpy(out, PARTS_TMP_PREFIX, at);
+    for (int i = 0; i < PARTS_TOKEN_LEN; i++) {
         out[at++] = hex[token[i] >> 4];
         out[at++] = hex[token[i] & 15];
     }
     out[at] = '\0';
 }
 
-void output_part_name(uint64_t part, char out[OUTPUT_NAME_MAX])
+void parts_name(uint64_t part, char out[PARTS_NAME_MAX])
 {
-    snprintf(out, OUTPUT_NAME_MAX, OUTPUT_PART_PREFIX "%012" PRIu64, part);
+    snprintf(out, PARTS_NAME_MAX, PARTS_PREFIX "%012" PRIu64, part);
 }
 
-int output_part_number(const char *name, uint64_t *part)
+int parts_number(const char *name, uint64_t *part)
 {
-    size_t pl = strlen(OUTPUT_PART_PREFIX);
-    if (strncmp(name, OUTPUT_PART_PREFIX, pl) != 0 || strlen(name) != pl + 12)
+    size_t pl = strlen(PARTS_PREFIX);
+    if (strncmp(name, PARTS_PREFIX, pl) != 0 || strlen(name) != pl + 12)
         return -1;
     uint64_t v = 0;
     for (size_t i = pl; i < pl + 12; i++) {
@@ -127,12 +127,12 @@ int output_part_number(const char *name, uint64_t *part)
     return 0;
 }
 
-int output_tmp_token(const char *name, uint8_t token[OUTPUT_TOKEN_LEN])
+int parts_tmp_token(const char *name, uint8_t token[PARTS_TOKEN_LEN])
 {
-    size_t pl = strlen(OUTPUT_TMP_PREFIX);
-    if (strncmp(name, OUTPUT_TMP_PREFIX, pl) != 0 || strlen(name) != pl + 2 * OUTPUT_TOKEN_LEN)
+    size_t pl = strlen(PARTS_TMP_PREFIX);
+    if (strncmp(name, PARTS_TMP_PREFIX, pl) != 0 || strlen(name) != pl + 2 * PARTS_TOKEN_LEN)
         return -1;
-    for (int i = 0; i < 2 * OUTPUT_TOKEN_LEN; i++) {
+    for (int i = 0; i < 2 * PARTS_TOKEN_LEN; i++) {
         char c = name[pl + i];
         int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
         if (v < 0)
@@ -142,16 +142,16 @@ int output_tmp_token(const char *name, uint8_t token[OUTPUT_TOKEN_LEN])
     return 0;
 }
 
-int output_offers_open(int dir_fd, const char *dir, struct cohort_err *err)
+int parts_offers_open(int dir_fd, const char *dir, struct cohort_err *err)
 {
     struct stat st, top;
-    if (mkdirat(dir_fd, OUTPUT_OFFERS, 0700) < 0 && errno != EEXIST)
+    if (mkdirat(dir_fd, PARTS_OFFERS, 0700) < 0 && errno != EEXIST)
         return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
-                                OUTPUT_OFFERS " cannot be made: %s", dir, strerror(errno));
-    int fd = openat(dir_fd, OUTPUT_OFFERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                                PARTS_OFFERS " cannot be made: %s", dir, strerror(errno));
+    int fd = openat(dir_fd, PARTS_OFFERS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
-                                OUTPUT_OFFERS " cannot be opened (a folder, not a symbolic "
+                                PARTS_OFFERS " cannot be opened (a folder, not a symbolic "
                                 "link): %s: move it away", dir, strerror(errno));
     int e = fstat(fd, &st) < 0 || fstat(dir_fd, &top) < 0 ? errno : 0;
     if (!e && st.st_uid == geteuid() && (st.st_mode & 077) == 0 && st.st_dev == top.st_dev)
@@ -159,15 +159,15 @@ int output_offers_open(int dir_fd, const char *dir, struct cohort_err *err)
     close(fd);
     if (e)
         return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
-                                OUTPUT_OFFERS " cannot be read: %s", dir, strerror(e));
+                                PARTS_OFFERS " cannot be read: %s", dir, strerror(e));
     if (st.st_uid == geteuid() && (st.st_mode & 077) == 0)
         return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
-                                OUTPUT_OFFERS " is on another filesystem (a mount point?): a "
+                                PARTS_OFFERS " is on another filesystem (a mount point?): a "
                                 "part is published as a hard link of its offer, so both must "
                                 "be on one filesystem: unmount it", dir);
     return cohort_fail_code(err, COHORT_E_CONFIG, "output directory %s: its offers' folder "
-                            OUTPUT_OFFERS " must be this user's alone (uid %u, mode 0700), not "
-                            "uid %u, mode %04o: chmod 700 %s/" OUTPUT_OFFERS " if it is yours, "
+                            PARTS_OFFERS " must be this user's alone (uid %u, mode 0700), not "
+                            "uid %u, mode %04o: chmod 700 %s/" PARTS_OFFERS " if it is yours, "
                             "else move it away",
                             dir, (unsigned)geteuid(), (unsigned)st.st_uid,
                             (unsigned)(st.st_mode & 07777), dir);

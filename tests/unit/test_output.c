@@ -1,9 +1,9 @@
 /* test_output.c - the pieces of results published exactly once: a part's
- * head (output.h) written and read back, and refused when damaged; the
+ * head (parts.h) written and read back, and refused when damaged; the
  * journal's publication record (written, replayed with its part, token and
  * ids, counted as committed, read by journal_summary_each); the
  * scheduler's all-or-nothing commit (sched_commit_all); the offers'
- * folder made and checked (output_offers_open). */
+ * folder made and checked (parts_offers_open). */
 #include "tap.h"
 
 #include <string.h>
@@ -16,42 +16,42 @@ static void test_head(void)
 {
     const uint64_t ids[] = {3, 4, 5, 9, 20, 21};
     uint8_t h[256];
-    struct output_head got;
+    struct parts_head got;
     struct cohort_err err;
-    size_t len = output_head_len(3);
-    const uint8_t tok[OUTPUT_TOKEN_LEN] = {9, 8, 7};
-    output_head_put(h, 7, tok, ids, 6, 3, 1000);
-    int rc = output_head_get(h, len, 22, &got, &err);
+    size_t len = parts_head_len(3);
+    const uint8_t tok[PARTS_TOKEN_LEN] = {9, 8, 7};
+    parts_head_put(h, 7, tok, ids, 6, 3, 1000);
+    int rc = parts_head_get(h, len, 22, &got, &err);
     ok(rc == 0 && got.kind == 7 && got.n_spans == 3 && got.n_ids == 6 && got.data_len == 1000 &&
            got.head_len == len && len == 40 + 48 + 8 && !memcmp(got.token, tok, sizeof tok),
        "a part's head reads back: kind, 3 runs, 6 ids, data length (%d)", rc);
-    ok(output_head_get(h, OUTPUT_FIXED, 22, &got, &err) == 1 && got.head_len == len,
+    ok(parts_head_get(h, PARTS_FIXED, 22, &got, &err) == 1 && got.head_len == len,
        "a head read in part asks for its whole length");
-    ok(output_head_get(h, len, 21, &got, &err) < 0, "ids beyond the queue are refused (%s)",
+    ok(parts_head_get(h, len, 21, &got, &err) < 0, "ids beyond the queue are refused (%s)",
        err.msg);
     int refused = 0;
     for (size_t i = 0; i < len; i++) {
         h[i] ^= 0x20;
-        refused += output_head_get(h, len, 22, &got, &err) != 0;
+        refused += parts_head_get(h, len, 22, &got, &err) != 0;
         h[i] ^= 0x20;
     }
     ok(refused == (int)len, "a change of any byte of the head is refused (%d of %zu)", refused,
        len);
-    char name[OUTPUT_NAME_MAX];
+    char name[PARTS_NAME_MAX];
     uint64_t part = 0;
-    uint8_t token[OUTPUT_TOKEN_LEN] = {0xab, 0x01};
-    output_part_name(42, name);
-    ok(strcmp(name, "part-000000000042") == 0 && output_part_number(name, &part) == 0 &&
+    uint8_t token[PARTS_TOKEN_LEN] = {0xab, 0x01};
+    parts_name(42, name);
+    ok(strcmp(name, "part-000000000042") == 0 && parts_number(name, &part) == 0 &&
            part == 42, "a part's name and number (%s)", name);
-    ok(output_part_number("part-00000000004x", &part) < 0 &&
-           output_part_number("part-0000000000042", &part) < 0,
+    ok(parts_number("part-00000000004x", &part) < 0 &&
+           parts_number("part-0000000000042", &part) < 0,
        "other names are not parts");
-    output_tmp_name(token, name);
-    uint8_t back[OUTPUT_TOKEN_LEN];
+    parts_tmp_name(token, name);
+    uint8_t back[PARTS_TOKEN_LEN];
     ok(strcmp(name, ".tmp-ab010000000000000000000000000000") == 0 &&
-           output_tmp_token(name, back) == 0 && !memcmp(back, token, sizeof back) &&
-           output_tmp_token(".tmp-ab01", back) < 0 &&
-           output_tmp_token(".tmp-AB010000000000000000000000000000", back) < 0,
+           parts_tmp_token(name, back) == 0 && !memcmp(back, token, sizeof back) &&
+           parts_tmp_token(".tmp-ab01", back) < 0 &&
+           parts_tmp_token(".tmp-AB010000000000000000000000000000", back) < 0,
        "an offer's name and its token back (%s); other names are not offers", name);
 }
 
@@ -154,35 +154,35 @@ static void test_commit_all(void)
     sched_destroy(s);
 }
 
-/* The offers' folder (output_offers_open): made 0700 when missing, taken
+/* The offers' folder (parts_offers_open): made 0700 when missing, taken
  * as it is when right, refused when a symbolic link or open to others. */
 static void test_offers(void)
 {
     struct cohort_err err;
     struct stat st;
     int dir = open(jt_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int fd = output_offers_open(dir, jt_dir, &err);
+    int fd = parts_offers_open(dir, jt_dir, &err);
     ok(fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700 &&
            st.st_uid == geteuid(),
        "a missing offers' folder is made, 0700, this user's (%s)", fd < 0 ? err.msg : "ok");
     if (fd >= 0)
         close(fd);
-    fd = output_offers_open(dir, jt_dir, &err);
+    fd = parts_offers_open(dir, jt_dir, &err);
     ok(fd >= 0, "an existing one is opened (%s)", fd < 0 ? err.msg : "ok");
     if (fd >= 0)
         close(fd);
-    chmod(at(OUTPUT_OFFERS), 0755);
-    fd = output_offers_open(dir, jt_dir, &err);
+    chmod(at(PARTS_OFFERS), 0755);
+    fd = parts_offers_open(dir, jt_dir, &err);
     ok(fd < 0 && err.code == COHORT_E_CONFIG && strstr(err.msg, "mode 0755: chmod 700"),
        "one open to others is refused, saying what to do (%s)", err.msg);
-    rmdir(at(OUTPUT_OFFERS));
+    rmdir(at(PARTS_OFFERS));
     mkdir(at("elsewhere"), 0700);
-    if (symlink(at("elsewhere"), at(OUTPUT_OFFERS)) < 0)
+    if (symlink(at("elsewhere"), at(PARTS_OFFERS)) < 0)
         ok(0, "cannot make a symbolic link");
-    fd = output_offers_open(dir, jt_dir, &err);
+    fd = parts_offers_open(dir, jt_dir, &err);
     ok(fd < 0 && strstr(err.msg, "not a symbolic link"), "a symbolic link is refused (%s)",
        err.msg);
-    unlink(at(OUTPUT_OFFERS));
+    unlink(at(PARTS_OFFERS));
     close(dir);
 }
 
