@@ -26,10 +26,10 @@ LAYERS = [
     ["runtime/base"],
     ["runtime/planner"],
     ["runtime/apply", "runtime/net"],
-    ["runtime/bootstrap", "runtime/work", "runtime/streams", "runtime/store"],
+    ["runtime/bootstrap", "runtime/work", "runtime/streams", "runtime/store", "runtime/watch"],
     ["runtime/coord_start"],
     ["runtime/relay"],
-    ["runtime/coord", "runtime/libcohort", "runtime/agent"],
+    ["runtime/coord", "runtime/libcohort", "runtime/agent", "runtime/profiler"],
     ["runtime/tools", "plugin"],
 ]
 PY_LAYERS = [["errors", "_progress"], ["_lib", "info", "output"], ["_session"], ["work", "streams"], ["_core"],

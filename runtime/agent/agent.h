@@ -13,6 +13,7 @@
 
 #include "auth.h"
 #include "coord_config.h"
+#include "envlist.h"
 #include "error.h"
 #include "net.h"
 #include "step.h"
@@ -62,6 +63,7 @@ struct agent {
     size_t n_c, cap_c;
     uint32_t next_id;
     struct coord_config relays; /* the step and node whose relays it runs (host.h) */
+    struct node_watch *watch;   /* the node's part of the step watch; NULL: not watched */
 };
 
 /* agent_up.c: agent_up_start dials the holder, with the step's timeout as
@@ -101,6 +103,40 @@ void agent_local_sweep(struct agent *a);
  * net_poll): passes its answers to the clients, and tells each its
  * failure. */
 void agent_local_up_events(struct agent *a, struct net_event *ev, int n);
+
+/* node_watch.c: the node's part of the step watch (--cohort-watch).
+ * node_watch_start reads COHORT_WATCH (seconds; absent: not watched),
+ * COHORT_WATCH_FILE and COHORT_WATCH_GPUS from the record and makes the
+ * profiler's directory. Returns 0, or -1 with err. */
+int node_watch_start(struct agent *a, const struct envlist *env, struct cohort_err *err);
+/* The profiler's directory (the tasks' COHORT_WATCH_DIR), or NULL when the
+ * node is not watched. */
+const char *node_watch_dir(const struct agent *a);
+/* The watch's stall in seconds, 0 when the node is not watched. */
+uint32_t node_watch_stall(const struct agent *a);
+/* Takes a plugin's "task LOCAL RANK PID" line; false when it is not one. */
+bool node_watch_line(struct agent *a, const char *line);
+/* Tells the holder that a task of the node ended (the plugin's "ended"
+ * line), with the wall clock when watched. */
+void node_watch_ended(struct agent *a, uint32_t rank, uint32_t status);
+/* The link to the holder is up: the node's name and GPUs are sent. */
+void node_watch_connected(struct agent *a);
+/* Something came from the holder at now. */
+void node_watch_heard(struct agent *a, int64_t now);
+/* Takes a frame of the holder's that is the watch's (a beat, the verdict,
+ * the end of the watch); false when op is not the watch's. */
+bool node_watch_frame(struct agent *a, uint16_t op, const uint8_t *rest, size_t len);
+/* The link to the holder closed or failed: unless the holder said it ends,
+ * its node is lost and the node's tasks are ended. */
+void node_watch_link_down(struct agent *a);
+/* Once a second: a beat to the holder, the tasks' states and profiler
+ * records, and the holder's silence. */
+void node_watch_tick(struct agent *a, int64_t now);
+/* The longest the loop may wait (ms) before node_watch_tick is due. */
+int64_t node_watch_wait(const struct agent *a, int64_t now);
+/* The step ended on the node: goodbye to the holder, the directory
+ * removed, the watch freed. */
+void node_watch_end(struct agent *a);
 
 /* peer.c: peer_tcp_owner finds the uid and socket inode of the loopback
  * TCP client connected to fd (from the kernel's socket diagnostics).

@@ -260,6 +260,8 @@ static void answer(struct agent *a, const struct wire_frame *f)
     size_t len;
     if (f->type != WIRE_STORE || store_msg_get(f->payload, f->len, &id, &rest, &len) < 0)
         return;
+    if (node_watch_frame(a, f->flags, rest, len))
+        return;
     struct client *c = agent_local_find(a, id);
     if (!c)
         return; /* The client is gone since. */
@@ -289,6 +291,7 @@ static void link_down(struct agent *a, const char *why)
     snprintf(a->up_error, sizeof a->up_error, "%s", why);
     a->up_ready = false;
     agent_local_resume(a);
+    node_watch_link_down(a);
 }
 
 void agent_local_up_events(struct agent *a, struct net_event *ev, int n)
@@ -303,7 +306,9 @@ void agent_local_up_events(struct agent *a, struct net_event *ev, int n)
         if (ev[i].what & NET_EV_CONNECTED) {
             a->up_ready = true;
             agent_local_resume(a);
+            node_watch_connected(a);
         }
+        node_watch_heard(a, base_now_ms());
         struct wire_frame f;
         struct cohort_err e;
         int got;

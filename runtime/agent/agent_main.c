@@ -1,16 +1,21 @@
 /* agent_main.c - cohort-agent, the node agent. It is one process per node
  * of a step, never a rank; the plugin starts it (as the job's user, in the
- * step) when the step serves PyTorch's store (--cohort-store). It reads
+ * step) when the step serves PyTorch's store (--cohort-store) or is
+ * watched (--cohort-watch). It reads
  * its start record on standard input (NAME=VALUE lines up to an empty
  * one: the step's Slurm layout, its secret, the store holder's host and
  * port, the timeout), listens on the loopback interface, and on the
  * step's first node starts the store holder (cohort-work-coord, on the
- * step's MASTER_PORT). It writes "port N" (the loopback port the node's
- * ranks reach as MASTER_PORT) or "error WHY" as one line on standard
- * output, then relays the node's TCPStore queries to the holder over one
- * authenticated connection, and the plugin's "ended RANK STATUS" lines
- * (a task of the node ended) too, until its standard input closes (the
- * step ends on this node). It also holds the node's socket for the step's
+ * step's MASTER_PORT, or the watch's own port when the store is not
+ * served). It writes "port N" (the loopback port the node's ranks reach as
+ * MASTER_PORT; "port N dir PATH" in a watched step, PATH being the
+ * profiler's directory) or "error WHY" as one line on standard output, then
+ * relays the node's TCPStore queries to the holder over one authenticated
+ * connection, and the plugin's "ended RANK STATUS" lines (a task of the
+ * node ended) too, until its standard input closes (the step ends on this
+ * node). In a watched step it also takes the plugin's "task LOCAL RANK PID"
+ * lines and answers the verdict with one "end TELL LINE" line on that same
+ * socket (node_watch.c). It also holds the node's socket for the step's
  * relays (host.h): the relays of the step's queues and stream sets on the
  * node run in threads of it, so that one process per node serves the
  * store, the queues and the sets. Its exit status is 0, or 2 when it could
@@ -22,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -39,6 +45,7 @@
 
 #define RECORD_MAX (1u << 20)
 #define LINE_MAX_ 256
+#define HOLDER_OVER_MS 1500 /* the holder's time to end after the watch's end */
 
 /* Reads the record's lines into env, up to the empty line. Returns 0, or
  * -1 with err. */
@@ -124,7 +131,8 @@ static int start_holder(struct agent *a, const struct envlist *env, struct cohor
                                .step = a->step.step_id, .size = a->step.num_tasks,
                                .num_nodes = a->step.num_nodes, .rank_node = a->rank_node,
                                .join_timeout_s = (uint32_t)a->timeout_s,
-                               .verbose = a->verbose, .port = a->port};
+                               .verbose = a->verbose, .port = a->port,
+                               .watch_stall_s = node_watch_stall(a)};
     memcpy(cfg.view, a->view, sizeof cfg.view);
     snprintf(cfg.name, sizeof cfg.name, "PyTorch's");
     const char *path = envlist_get(env, "COHORT_WORK_COORD");
@@ -153,11 +161,10 @@ static bool events(struct agent *a)
     while ((nl = strchr(line, '\n'))) {
         *nl = 0;
         unsigned rank, status;
-        uint8_t b[4];
-        if (sscanf(line, "ended %u %u", &rank, &status) == 2) {
-            wire_put32(b, status);
-            agent_up_send(a, STORE_ENDED, rank, b, 4, NULL, 0);
-        }
+        if (sscanf(line, "ended %u %u", &rank, &status) == 2)
+            node_watch_ended(a, rank, status);
+        else
+            node_watch_line(a, line);
         n -= (size_t)(nl + 1 - line);
         memmove(line, nl + 1, n + 1);
     }
@@ -206,7 +213,8 @@ static void serve(struct agent *a)
         }
         poll_set(a, p);
         bool dialing = !a->up_ready && !a->up_error[0];
-        if (poll(p, POLL_HEAD + a->n_c, dialing ? 20 : 1000) < 0 && errno != EINTR)
+        int64_t wait = node_watch_wait(a, base_now_ms());
+        if (poll(p, POLL_HEAD + a->n_c, dialing ? 20 : (int)wait) < 0 && errno != EINTR)
             break;
         if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && !events(a))
             break;
@@ -222,6 +230,7 @@ static void serve(struct agent *a)
         if (p[1].revents & POLLIN)
             agent_local_accept(a);
         agent_local_sweep(a);
+        node_watch_tick(a, base_now_ms());
         net_flush(a->net, base_now_ms()); /* It writes what the socket takes now. */
     }
     free(p);
@@ -265,6 +274,8 @@ static int start(struct agent *a, struct cohort_err *err)
         rc = describe(a, &env, err);
     if (rc == 0)
         rc = configure(a, &env, err);
+    if (rc == 0)
+        rc = node_watch_start(a, &env, err);
     if (rc == 0) {
         net_fd_limit(); /* It raises the soft limit to the hard one. */
         rc = agent_local_listen(a, err);
@@ -303,6 +314,21 @@ static void agent_free(struct agent *a)
     auth_key_clear(&a->key);
 }
 
+/* Gives the holder, told by this node's goodbye that the watch is over,
+ * up to HOLDER_OVER_MS to tell the other nodes' agents and end, so that its
+ * end is not taken for a loss. */
+static void wait_holder(struct agent *a)
+{
+    int64_t end = base_now_ms() + HOLDER_OVER_MS;
+    while (base_now_ms() < end) {
+        if (waitpid(a->holder, NULL, WNOHANG) == a->holder) {
+            a->holder = 0;
+            return;
+        }
+        net_poll(a->net, 20, &(struct net_event *){NULL}, &(struct cohort_err){0});
+    }
+}
+
 int main(void)
 {
     struct agent a = {.lfd = -1};
@@ -313,10 +339,14 @@ int main(void)
         fflush(stdout);
         if (a.holder > 0)
             coord_end(&a.holder);
+        node_watch_end(&a);
         agent_free(&a);
         return 2;
     }
-    printf("port %u\n", a.lport);
+    if (node_watch_dir(&a))
+        printf("port %u dir %s\n", a.lport, node_watch_dir(&a));
+    else
+        printf("port %u\n", a.lport);
     fflush(stdout);
     int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (null >= 0) {
@@ -324,6 +354,10 @@ int main(void)
         close(null);
     }
     serve(&a);
+    bool watched = node_watch_dir(&a) != NULL;
+    node_watch_end(&a);
+    if (a.holder > 0 && watched)
+        wait_holder(&a);
     if (a.holder > 0)
         coord_end(&a.holder);
     agent_free(&a);

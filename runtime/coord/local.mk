@@ -14,8 +14,10 @@ runtime_coord_cohort_work_coord_SOURCES = runtime/coord/coord_main.c \
 	runtime/coord/work_service_report.c runtime/coord/work_service_journal.c \
 	runtime/coord/work_service_output.c \
 	runtime/coord/streams_service.c runtime/coord/streams_service.h \
-	runtime/coord/store_service.c runtime/coord/store_service.h
+	runtime/coord/store_service.c runtime/coord/store_service.h \
+	runtime/coord/watch_holder.c runtime/coord/watch_holder.h
 runtime_coord_cohort_work_coord_LDADD = runtime/relay/libcohort_relay.la \
+	runtime/watch/libcohort_watch.la \
 	runtime/coord_start/libcohort_coord_start.la \
 	runtime/store/libcohort_store.la \
 	runtime/streams/libcohort_streams_msg.la runtime/streams/libcohort_place.la \

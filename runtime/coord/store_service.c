@@ -9,6 +9,7 @@
 
 #include "store_kv.h"
 #include "store_msg.h"
+#include "watch_holder.h"
 #include "wire.h"
 
 #define HOLDER_WAIT_MS 1000 /* The longest poll: the join deadline is checked this often. */
@@ -47,6 +48,7 @@ struct store_holder {
     bool *held_back;          /* per node: whether its frames are left unread, while
                                * HOLDER_OUT_MAX of answers to it is unsent */
     uint32_t n_held_back;
+    struct watch_holder *watch; /* the step watch's part (--cohort-watch); NULL: off */
 };
 
 /* A held is a client seen waiting for a key at a look. The key is the
@@ -116,6 +118,8 @@ static int service_new(const struct coord_config *cfg, void **out, struct cohort
         !(sh->held_back = calloc(cfg->num_nodes, sizeof *sh->held_back)) ||
         store_kv_new(reply, sh, &sh->kv) != STORE_OK)
         return cohort_fail(err, "out of memory");
+    if (cfg->watch_stall_s && !(sh->watch = watch_holder_new(cfg, sh->agent, err)))
+        return -1;
     sh->cfg = cfg;
     sh->join_by = base_now_ms() + (int64_t)cfg->join_timeout_s * 1000;
     return 0;
@@ -127,6 +131,7 @@ static void service_free(void *svc)
     if (!sh)
         return;
     store_kv_free(sh->kv);
+    watch_holder_free(sh->watch);
     free(sh->noted);
     free(sh->held);
     free(sh->claimed);
@@ -235,9 +240,14 @@ static int request(struct store_holder *sh, uint32_t node, const struct wire_fra
     if (f->type != WIRE_STORE || store_msg_get(f->payload, f->len, &c, &rest, &len) < 0)
         return -1;
     uint64_t client = client_of(node, c);
+    int w = sh->watch ? watch_holder_frame(sh->watch, node, f->flags, c, rest, len,
+                                           base_now_ms())
+                      : 0;
+    if (w != 0)
+        return w < 0 ? -1 : 0;
     if (f->flags == STORE_GONE) {
         store_kv_gone(sh->kv, client);
-    } else if (f->flags == STORE_ENDED && len == 4 && c < sh->cfg->size &&
+    } else if (f->flags == STORE_ENDED && (len == 4 || len == 12) && c < sh->cfg->size &&
                sh->cfg->rank_node[c] == node) {
         uint32_t st = wire_get32(rest);
         char how[64], text[128];
@@ -280,6 +290,8 @@ static void lost(struct store_holder *sh, uint32_t node)
     net_close(sh->net, sh->agent[node]);
     sh->agent[node] = NULL;
     sh->connected--;
+    if (sh->watch)
+        watch_holder_closed(sh->watch, node, base_now_ms());
     store_kv_gone_group(sh->kv, node); /* Its clients' waits end. */
     char text[96];
     snprintf(text, sizeof text, "the store agent of node %u is gone, its ranks with it", node);
@@ -337,6 +349,8 @@ static void on_events(struct store_holder *sh, struct net_event *ev, int n)
     for (int i = 0; i < n; i++)
         if (ev[i].what & NET_EV_JOINED) {
             sh->agent[ev[i].c->c.node] = ev[i].c;
+            if (sh->watch)
+                watch_holder_joined(sh->watch, ev[i].c->c.node, base_now_ms());
             sh->came++;
             sh->connected++;
         }
@@ -365,6 +379,10 @@ static int service_run(void *svc, struct net *net, struct cohort_err *err)
         if (sh->oom)
             return cohort_fail(err, "out of memory");
         int64_t wait = sh->gone[0] ? sh->next_look - now : HOLDER_WAIT_MS;
+        int64_t watch_wait = sh->watch ? watch_holder_tick(sh->watch, now) : HOLDER_WAIT_MS;
+        if (watch_wait < 0)
+            return cohort_fail(err, "out of memory");
+        wait = watch_wait < wait ? watch_wait : wait;
         wait = wait < 0 ? 0 : wait > HOLDER_WAIT_MS ? HOLDER_WAIT_MS : wait;
         int n = net_poll(net, (int)wait, &ev, err);
         if (n < 0)

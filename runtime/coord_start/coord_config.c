@@ -77,6 +77,7 @@ static void write_all(struct writer *w, const struct coord_config *c)
     put_str(w, c->host);
     put32(w, c->fanout);
     put32(w, c->verbose);
+    put32(w, c->watch_stall_s);
     put_str(w, c->name);
     put_str(w, c->journal);
     put_str(w, c->output);
@@ -184,6 +185,9 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
         (c->kind != COORD_STORE && (c->fanout < 1 || c->fanout > COORD_MAX_FANOUT)))
         r.bad = true;
     c->verbose = take32(&r) != 0;
+    c->watch_stall_s = take32(&r);
+    if (c->kind != COORD_STORE && c->watch_stall_s)
+        r.bad = true;
     take_str(&r, c->name, COORD_NAME_MAX);
     take_str(&r, c->journal, COORD_PATH_MAX);
     take_str(&r, c->output, COORD_PATH_MAX);

@@ -4,7 +4,8 @@
  * secret, or munge), and what it serves. It serves a queue (name, items,
  * journal, output directory, lease timeout, attempts), a stream set (name,
  * worker lease, load bound, shedding) or the step's store (the port it
- * listens on), whose peers are the node agents, one per node. For a node
+ * listens on, and whether it watches the step: --cohort-watch), whose
+ * peers are the node agents, one per node. For a node
  * relay (relay.h), it says where the coordinator is and the name of the
  * node's socket. It is one binary record, encoded and checked here, so
  * that the library and the coordinator cannot disagree on it. */
@@ -63,6 +64,8 @@ struct coord_config {
     uint32_t fanout;              /* relays below the coordinator, and below each relay
                                    * (queues and stream sets; 1 to COORD_MAX_FANOUT) */
     bool verbose;
+    uint32_t watch_stall_s;       /* for the store: the step watch's stall in seconds
+                                   * (watch.h); 0: the step is not watched */
     char name[COORD_NAME_MAX + 1]; /* what is served; for a relay, its socket's name */
     char journal[COORD_PATH_MAX + 1]; /* "": none */
     char output[COORD_PATH_MAX + 1];  /* a queue's results' directory; "": none */

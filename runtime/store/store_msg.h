@@ -12,14 +12,30 @@ enum store_msg_op {
     STORE_QUERY = 1, /* agent -> holder: client, the query's op (u8), its body */
     STORE_GONE,      /* agent -> holder: client; it closed its connection */
     STORE_ENDED,     /* agent -> holder: a task of its node ended: rank (in the
-                      * client's place), its wait status (u32) */
+                      * client's place), its wait status (u32), and with the watch
+                      * the node's wall clock then (u64 ms since the epoch) */
     STORE_REPLY,     /* holder -> agent: client, the bytes to write to it */
     STORE_DROP,      /* holder -> agent: client, a sentence: its query failed,
                       * the connection is closed as TCPStore closes it */
     STORE_NOTE,      /* holder -> agent: client, a sentence for its task's stderr */
     STORE_CLOSE,     /* holder -> agent: client, a sentence: the holder closes it
                       * (what its node has unsent would pass the holder's bound) */
+    /* The step watch's (--cohort-watch; runtime/watch/watch.h). */
+    STORE_BEAT,       /* both ways, 0: nothing but the sender's being alive */
+    STORE_WATCH_NODE, /* agent -> holder, its node: the node's host name, a NUL, its
+                       * tasks' GPUs (COHORT_WATCH_GPUS: by local id, commas), a NUL */
+    STORE_WATCH_STOP, /* agent -> holder, a rank: u8 1 (its task was seen stopped)
+                       * or 0 (running again) */
+    STORE_WATCH_COLL, /* agent -> holder, a rank: one communicator's counts: hash u64,
+                       * size u32, the rank's place u32, started u64, completed u64,
+                       * the last operation u8 */
+    STORE_WATCH_BYE,  /* agent -> holder, its node: the step ended on the node */
+    STORE_VERDICT,    /* holder -> agent, 0: the teller node u32, the line and a NUL,
+                       * the JSON object and a NUL */
+    STORE_WATCH_OVER, /* holder -> agent, 0: the holder ends as asked; its close is no loss */
 };
+
+#define STORE_WATCH_COLL_LEN 37 /* a STORE_WATCH_COLL's bytes after the head */
 
 #define STORE_MSG_HEAD 4 /* the client's number */
 

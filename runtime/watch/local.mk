@@ -5,12 +5,10 @@
 noinst_LTLIBRARIES += runtime/watch/libcohort_watch.la
 runtime_watch_libcohort_watch_la_SOURCES = runtime/watch/watch.h runtime/watch/watch.c \
 	runtime/watch/watch_text.h runtime/watch/watch_text.c \
-	runtime/watch/watch_shm.h runtime/watch/watch_shm.c
+	runtime/watch/watch_shm.h runtime/watch/watch_shm.c \
+	runtime/watch/watch_private.h runtime/watch/watch_comm.c
 runtime_watch_libcohort_watch_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 runtime_watch_libcohort_watch_la_LIBADD = $(JANSSON_LIBS)
-
-## The communicators' counts and waits, in a file of their own.
-runtime_watch_libcohort_watch_la_SOURCES += runtime/watch/watch_private.h runtime/watch/watch_comm.c
 
 ## The decisions on a simulated clock, and the verdict's line and JSON.
 check_PROGRAMS += tests/unit/test_watch tests/unit/test_watch_text

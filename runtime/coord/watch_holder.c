@@ -1,0 +1,233 @@
+/* watch_holder.c - the store holder's part of the step watch (see
+ * watch_holder.h): the agents' reports into the watch, beats out, and the
+ * verdict to every agent once. */
+#include "watch_holder.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store_msg.h"
+#include "watch.h"
+#include "watch_text.h"
+
+struct watch_holder {
+    const struct coord_config *cfg;
+    struct net_conn **agent;   /* the holder's, per node */
+    struct watch *w;
+    char **host;               /* per node: its host name, as its agent said */
+    char **gpu;                /* per rank: its GPU, as its node's agent said; NULL: none */
+    int64_t next_beat;
+    bool verdict_sent;
+    bool over;
+};
+
+struct watch_holder *watch_holder_new(const struct coord_config *cfg, struct net_conn **agent,
+                                      struct cohort_err *err)
+{
+    struct watch_holder *wh = calloc(1, sizeof *wh);
+    if (wh) {
+        wh->cfg = cfg;
+        wh->agent = agent;
+        wh->host = calloc(cfg->num_nodes, sizeof *wh->host);
+        wh->gpu = calloc(cfg->size, sizeof *wh->gpu);
+        wh->w = watch_new(cfg->size, cfg->num_nodes, cfg->rank_node,
+                          (int64_t)cfg->watch_stall_s * 1000);
+    }
+    if (!wh || !wh->host || !wh->gpu || !wh->w) {
+        watch_holder_free(wh);
+        cohort_fail(err, "out of memory");
+        return NULL;
+    }
+    return wh;
+}
+
+void watch_holder_free(struct watch_holder *wh)
+{
+    if (!wh)
+        return;
+    for (uint32_t i = 0; wh->host && i < wh->cfg->num_nodes; i++)
+        free(wh->host[i]);
+    for (uint32_t i = 0; wh->gpu && i < wh->cfg->size; i++)
+        free(wh->gpu[i]);
+    free(wh->host);
+    free(wh->gpu);
+    watch_free(wh->w);
+    free(wh);
+}
+
+void watch_holder_joined(struct watch_holder *wh, uint32_t node, int64_t now)
+{
+    watch_node_joined(wh->w, node, now);
+}
+
+void watch_holder_closed(struct watch_holder *wh, uint32_t node, int64_t now)
+{
+    watch_node_closed(wh->w, node, now);
+}
+
+/* Sends op with the head 0 and p to node's agent, if connected. Returns
+ * 0, or -1 when out of memory. */
+static int send_to(struct watch_holder *wh, uint32_t node, uint16_t op, const void *p,
+                   size_t len)
+{
+    struct net_conn *c = wh->agent[node];
+    if (!c || c->state != NET_READY)
+        return 0;
+    uint8_t *b = malloc(STORE_MSG_HEAD + len);
+    if (!b)
+        return -1;
+    store_msg_head(b, 0);
+    if (len)
+        memcpy(b + STORE_MSG_HEAD, p, len);
+    int rc = net_send(c, WIRE_STORE, op, UINT32_MAX, b, (uint32_t)(STORE_MSG_HEAD + len));
+    free(b);
+    return rc;
+}
+
+/* Reads a STORE_WATCH_NODE: node's host name and its tasks' GPUs, by local
+ * id in the node's ranks' order. Returns 1, or -1 when malformed. */
+static int node_said(struct watch_holder *wh, uint32_t node, const uint8_t *p, size_t len)
+{
+    const char *host = (const char *)p;
+    size_t hl = strnlen(host, len);
+    if (hl == len || hl == 0 || hl > 255 || wh->host[node])
+        return -1;
+    const char *gpus = host + hl + 1;
+    size_t gl = strnlen(gpus, len - hl - 1);
+    if (gl == len - hl - 1)
+        return -1;
+    if (!(wh->host[node] = strdup(host)))
+        return 1; /* The node is named by number instead. */
+    char *copy = strdup(gpus), *save = NULL;
+    char *g = copy ? strtok_r(copy, ",", &save) : NULL;
+    for (uint32_t r = 0; g && r < wh->cfg->size; r++) {
+        if (wh->cfg->rank_node[r] != node)
+            continue;
+        wh->gpu[r] = *g && strcmp(g, "-") != 0 ? strdup(g) : NULL;
+        g = strtok_r(NULL, ",", &save);
+    }
+    free(copy);
+    return 1;
+}
+
+/* Whether rank c is one of node's. */
+static bool ours(const struct watch_holder *wh, uint32_t node, uint32_t c)
+{
+    return c < wh->cfg->size && wh->cfg->rank_node[c] == node;
+}
+
+/* Reads a STORE_WATCH_COLL of rank c. Returns 1, or -1 when malformed. */
+static int coll_said(struct watch_holder *wh, uint32_t c, const uint8_t *p, size_t len,
+                     int64_t now)
+{
+    if (len != STORE_WATCH_COLL_LEN)
+        return -1;
+    uint64_t comm = wire_get64(p), started = wire_get64(p + 16),
+             completed = wire_get64(p + 24);
+    uint32_t nranks = wire_get32(p + 8), crank = wire_get32(p + 12);
+    if (nranks == 0 || nranks > wh->cfg->size || crank >= nranks || completed > started)
+        return -1;
+    watch_progress(wh->w, c, comm, nranks, crank, started, completed, p[32], now);
+    return 1;
+}
+
+int watch_holder_frame(struct watch_holder *wh, uint32_t node, uint16_t op, uint32_t c,
+                       const uint8_t *rest, size_t len, int64_t now)
+{
+    watch_node_heard(wh->w, node, now);
+    switch (op) {
+    case STORE_BEAT:
+        return len == 0 ? 1 : -1;
+    case STORE_WATCH_NODE:
+        return c == node ? node_said(wh, node, rest, len) : -1;
+    case STORE_WATCH_STOP:
+        if (len != 1 || rest[0] > 1 || !ours(wh, node, c))
+            return -1;
+        watch_task_stopped(wh->w, c, rest[0] == 1, now);
+        return 1;
+    case STORE_WATCH_COLL:
+        return ours(wh, node, c) ? coll_said(wh, c, rest, len, now) : -1;
+    case STORE_WATCH_BYE:
+        if (len != 0 || c != node)
+            return -1;
+        watch_node_left(wh->w, node, now);
+        if (node == 0) {
+            wh->over = true; /* The holder's node: its step part ends, and the holder with it. */
+            for (uint32_t n = 0; n < wh->cfg->num_nodes; n++)
+                if (send_to(wh, n, STORE_WATCH_OVER, NULL, 0) < 0)
+                    return 1;
+        }
+        return 1;
+    case STORE_ENDED:
+        if (len != 12 || !ours(wh, node, c))
+            return 0; /* The store reads it alone. */
+        watch_task_ended(wh->w, c, (int)wire_get32(rest), (int64_t)wire_get64(rest + 4), now);
+        return 0; /* The store notes it too. */
+    default:
+        return 0;
+    }
+}
+
+/* The wall clock in ms since the epoch. */
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends v to every agent: the teller, the line and the JSON object.
+ * Returns 0, or -1 when out of memory. */
+static int send_verdict(struct watch_holder *wh, const struct watch_verdict *v)
+{
+    struct watch_names names = {.node_host = (const char *const *)wh->host,
+                                .rank_gpu = (const char *const *)wh->gpu,
+                                .rank_node = wh->cfg->rank_node, .n_nodes = wh->cfg->num_nodes,
+                                .n_ranks = wh->cfg->size, .job = wh->cfg->job,
+                                .step = wh->cfg->step, .wall_now_ms = wall_ms()};
+    char line[1024];
+    watch_line(v, &names, line, sizeof line);
+    char *json = watch_json(v, &names, line);
+    size_t ll = strlen(line) + 1, jl = json ? strlen(json) + 1 : 1;
+    uint8_t *p = malloc(4 + ll + jl);
+    int rc = -1;
+    if (p) {
+        wire_put32(p, v->teller);
+        memcpy(p + 4, line, ll);
+        memcpy(p + 4 + ll, json ? json : "", jl);
+        rc = 0;
+        for (uint32_t n = 0; n < wh->cfg->num_nodes && rc == 0; n++)
+            rc = send_to(wh, n, STORE_VERDICT, p, 4 + ll + jl);
+    }
+    fprintf(stderr, "%s\n", line);
+    free(p);
+    free(json);
+    return rc;
+}
+
+int64_t watch_holder_tick(struct watch_holder *wh, int64_t now)
+{
+    if (now >= wh->next_beat) {
+        for (uint32_t n = 0; n < wh->cfg->num_nodes; n++)
+            if (send_to(wh, n, STORE_BEAT, NULL, 0) < 0)
+                return -1;
+        wh->next_beat = now + WATCH_BEAT_MS;
+    }
+    struct watch_verdict v;
+    if (!wh->verdict_sent && !wh->over && watch_check(wh->w, now, &v) == 1) {
+        wh->verdict_sent = true;
+        if (send_verdict(wh, &v) < 0)
+            return -1;
+    }
+    int64_t next = watch_next(wh->w, now);
+    if (next > wh->next_beat)
+        next = wh->next_beat;
+    return next > now ? next - now : 0;
+}
+
+bool watch_holder_over(const struct watch_holder *wh)
+{
+    return wh->over;
+}
