@@ -117,7 +117,10 @@ uint32_t node_watch_stall(const struct agent *a);
 /* Takes a plugin's "task LOCAL RANK PID" line; false when it is not one. */
 bool node_watch_line(struct agent *a, const char *line);
 /* Tells the holder that a task of the node ended (the plugin's "ended"
- * line), with the wall clock when watched. */
+ * line), with the wall clock when watched. Once every task of the node
+ * ended, it says goodbye to the holder and then "bye" to the plugin (on
+ * the holder's node, once the holder told every node the watch is over),
+ * which waits for it before the node's part of the step ends. */
 void node_watch_ended(struct agent *a, uint32_t rank, uint32_t status);
 /* The link to the holder is up: the node's name and GPUs are sent. */
 void node_watch_connected(struct agent *a);

@@ -34,6 +34,7 @@
 struct watched_task {
     uint32_t rank;
     pid_t pid;                /* 0: not forked yet, or ended */
+    bool ended;
     bool stopped;             /* as last reported */
     struct watch_shm_reader *rec;
     struct watch_shm_slot sent[WATCH_SHM_COMMS]; /* the counts last reported */
@@ -48,9 +49,20 @@ struct node_watch {
     struct watched_task *t;   /* by local id */
     uint32_t n_t;
     int64_t next_tick, heard;
+    int64_t started_wall;     /* the wall clock (ms) at the agent's start */
     bool over;                /* the holder said it ends as asked */
     bool ended;               /* a verdict was passed to the plugin */
+    bool left;                /* every task of the node ended: goodbye said */
+    bool ack_over;            /* the plugin is told "bye" once the holder says it ends */
 };
+
+/* The wall clock in ms since the epoch. */
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 int node_watch_start(struct agent *a, const struct envlist *env, struct cohort_err *err)
 {
@@ -65,6 +77,7 @@ int node_watch_start(struct agent *a, const struct envlist *env, struct cohort_e
     if (!w || !(w->t = calloc(n ? n : 1, sizeof *w->t)))
         return cohort_fail(err, "out of memory");
     w->stall_s = stall;
+    w->started_wall = wall_ms();
     w->n_t = n;
     w->dirfd = -1;
     for (uint32_t i = 0; i < n; i++)
@@ -102,12 +115,32 @@ bool node_watch_line(struct agent *a, const char *line)
     return true;
 }
 
-/* The wall clock in ms since the epoch. */
-static int64_t wall_ms(void)
+
+/* Tells the plugin that the node's goodbye is out ("bye"), so that the
+ * end of the node's part of the step, which Slurm follows by killing what
+ * is left of it (this agent, and on the first node the holder), does not
+ * come first. */
+static void ack(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    (void)!send(0, "bye\n", 4, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/* Every task of the node ended: goodbye to the holder, and the holder no
+ * longer watched (its end is near, and no loss to this node). The holder's
+ * own node waits for the holder to tell every node that the watch is over
+ * before it tells the plugin. */
+static void leave(struct agent *a)
+{
+    struct node_watch *w = a->watch;
+    w->left = true;
+    if (a->up_ready) {
+        agent_up_send(a, STORE_WATCH_BYE, a->step.node_id, NULL, 0, NULL, 0);
+        net_flush(a->net, base_now_ms() + 500);
+    }
+    if (a->up_ready && a->holder > 0 && !w->over)
+        w->ack_over = true;
+    else
+        ack();
 }
 
 void node_watch_ended(struct agent *a, uint32_t rank, uint32_t status)
@@ -120,9 +153,17 @@ void node_watch_ended(struct agent *a, uint32_t rank, uint32_t status)
     }
     wire_put64(b + 4, (uint64_t)wall_ms());
     agent_up_send(a, STORE_ENDED, rank, b, 12, NULL, 0);
-    for (uint32_t i = 0; i < a->watch->n_t; i++)
-        if (a->watch->t[i].rank == rank)
-            a->watch->t[i].pid = 0;
+    struct node_watch *w = a->watch;
+    uint32_t ended = 0;
+    for (uint32_t i = 0; i < w->n_t; i++) {
+        if (w->t[i].rank == rank) {
+            w->t[i].pid = 0;
+            w->t[i].ended = true;
+        }
+        ended += w->t[i].ended;
+    }
+    if (ended == w->n_t && !w->left)
+        leave(a);
 }
 
 void node_watch_connected(struct agent *a)
@@ -144,15 +185,28 @@ void node_watch_heard(struct agent *a, int64_t now)
         a->watch->heard = now;
 }
 
+/* Whether COHORT_WATCH_FILE was written since this agent started: by the
+ * holder's teller, whose verdict an agent's own (made alone, when the
+ * holder is lost: on a split network, each side names the other) does not
+ * replace. */
+static bool written_since_start(const struct node_watch *w)
+{
+    struct stat st;
+    return stat(w->file, &st) == 0 &&
+           (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 >= w->started_wall;
+}
+
 /* Tells the plugin to end the node's tasks (tell: this node tells the
- * user line), once; the teller also writes json to COHORT_WATCH_FILE. */
-static void end_tasks(struct agent *a, bool tell, const char *line, const char *json)
+ * user line), once; the teller also writes json to COHORT_WATCH_FILE,
+ * unless the verdict is this agent's alone and the holder's is there. */
+static void end_tasks(struct agent *a, bool tell, bool alone, const char *line,
+                      const char *json)
 {
     struct node_watch *w = a->watch;
     if (w->ended)
         return;
     w->ended = true;
-    if (tell && w->file[0] && json && *json) {
+    if (tell && w->file[0] && json && *json && !(alone && written_since_start(w))) {
         int fd = open(w->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd >= 0) {
             (void)!base_write_all(fd, json, strlen(json));
@@ -170,8 +224,12 @@ bool node_watch_frame(struct agent *a, uint16_t op, const uint8_t *rest, size_t 
     struct node_watch *w = a->watch;
     if (!w || (op != STORE_BEAT && op != STORE_VERDICT && op != STORE_WATCH_OVER))
         return false;
-    if (op == STORE_WATCH_OVER)
+    if (op == STORE_WATCH_OVER) {
         w->over = true;
+        if (w->ack_over)
+            ack();
+        w->ack_over = false;
+    }
     if (op != STORE_VERDICT || len < 6)
         return true;
     uint32_t teller = wire_get32(rest);
@@ -182,7 +240,7 @@ bool node_watch_frame(struct agent *a, uint16_t op, const uint8_t *rest, size_t 
     const char *json = line + ll + 1;
     if (strnlen(json, len - 4 - ll - 1) == len - 4 - ll - 1)
         json = NULL;
-    end_tasks(a, teller == a->step.node_id, line, json);
+    end_tasks(a, teller == a->step.node_id, false, line, json);
     return true;
 }
 
@@ -210,7 +268,7 @@ static void holder_lost(struct agent *a, bool closed, int64_t since, int64_t now
     char line[1024];
     watch_line(&v, &names, line, sizeof line);
     char *json = watch_json(&v, &names, line);
-    end_tasks(a, v.teller == s->node_id, line, json);
+    end_tasks(a, v.teller == s->node_id, true, line, json);
     free(json);
     for (uint32_t n = 0; host && n < s->num_nodes; n++)
         free(host[n]);
@@ -220,7 +278,11 @@ static void holder_lost(struct agent *a, bool closed, int64_t since, int64_t now
 void node_watch_link_down(struct agent *a)
 {
     struct node_watch *w = a->watch;
-    if (w && !w->over && !w->ended)
+    if (w && w->ack_over)
+        ack(); /* The holder is gone: nothing more to wait for. */
+    if (w)
+        w->ack_over = false;
+    if (w && !w->over && !w->ended && !w->left)
         holder_lost(a, true, w->heard, base_now_ms());
 }
 
@@ -275,7 +337,7 @@ void node_watch_tick(struct agent *a, int64_t now)
     w->next_tick = now + WATCH_BEAT_MS;
     if (!a->up_ready)
         return;
-    if (!w->over && now - w->heard >= WATCH_LOST_MS) {
+    if (!w->over && !w->left && now - w->heard >= WATCH_LOST_MS) {
         holder_lost(a, false, w->heard, now);
         return;
     }
@@ -320,10 +382,8 @@ void node_watch_end(struct agent *a)
     struct node_watch *w = a->watch;
     if (!w)
         return;
-    if (a->up_ready) {
-        agent_up_send(a, STORE_WATCH_BYE, a->step.node_id, NULL, 0, NULL, 0);
-        net_flush(a->net, base_now_ms() + 500);
-    }
+    if (!w->left)
+        leave(a);
     for (uint32_t i = 0; i < w->n_t; i++)
         if (w->t[i].rec)
             watch_shm_close(w->t[i].rec);

@@ -19,6 +19,8 @@ struct watch_holder {
     char **host;               /* per node: its host name, as its agent said */
     char **gpu;                /* per rank: its GPU, as its node's agent said; NULL: none */
     int64_t next_beat;
+    int64_t death_at;          /* when the first death was reported; 0: none */
+    int64_t over_at;           /* when the watch's end is told; 0: not asked */
     bool verdict_sent;
     bool over;
 };
@@ -153,16 +155,19 @@ int watch_holder_frame(struct watch_holder *wh, uint32_t node, uint16_t op, uint
         if (len != 0 || c != node)
             return -1;
         watch_node_left(wh->w, node, now);
-        if (node == 0) {
-            wh->over = true; /* The holder's node: its step part ends, and the holder with it. */
-            for (uint32_t n = 0; n < wh->cfg->num_nodes; n++)
-                if (send_to(wh, n, STORE_WATCH_OVER, NULL, 0) < 0)
-                    return 1;
-        }
+        /* The holder's node ends its part of the step, and the holder with it:
+         * every agent is told, once a death reported just before has been
+         * named (the settle window). */
+        if (node == 0 && !wh->over_at)
+            wh->over_at = wh->death_at && now < wh->death_at + WATCH_SETTLE_MS
+                              ? wh->death_at + WATCH_SETTLE_MS
+                              : now;
         return 1;
     case STORE_ENDED:
         if (len != 12 || !ours(wh, node, c))
             return 0; /* The store reads it alone. */
+        if (wire_get32(rest) != 0 && !wh->death_at)
+            wh->death_at = now;
         watch_task_ended(wh->w, c, (int)wire_get32(rest), (int64_t)wire_get64(rest + 4), now);
         return 0; /* The store notes it too. */
     default:
@@ -221,13 +226,16 @@ int64_t watch_holder_tick(struct watch_holder *wh, int64_t now)
         if (send_verdict(wh, &v) < 0)
             return -1;
     }
+    if (wh->over_at && !wh->over && now >= wh->over_at) {
+        wh->over = true;
+        for (uint32_t n = 0; n < wh->cfg->num_nodes; n++)
+            if (send_to(wh, n, STORE_WATCH_OVER, NULL, 0) < 0)
+                return -1;
+    }
     int64_t next = watch_next(wh->w, now);
     if (next > wh->next_beat)
         next = wh->next_beat;
+    if (wh->over_at && !wh->over && next > wh->over_at)
+        next = wh->over_at;
     return next > now ? next - now : 0;
-}
-
-bool watch_holder_over(const struct watch_holder *wh)
-{
-    return wh->over;
 }

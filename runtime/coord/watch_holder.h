@@ -39,8 +39,4 @@ int watch_holder_frame(struct watch_holder *wh, uint32_t node, uint16_t op, uint
  * before calling it again. -1 when out of memory. */
 int64_t watch_holder_tick(struct watch_holder *wh, int64_t now);
 
-/* Whether the holder's own node said goodbye, so that every agent was told
- * the watch is over and the holder may end once they leave. */
-bool watch_holder_over(const struct watch_holder *wh);
-
 #endif
