@@ -2,6 +2,7 @@
 #include "plugin_args.h"
 
 #include "topo_cache.h"
+#include "watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,30 @@ int store_arg_parse(const char *text, bool *out, struct cohort_err *err)
         *out = false;
     else
         return cohort_fail(err, "'%s' is not yes or no", text);
+    return 0;
+}
+
+/* A number of seconds from 1 to WATCH_STALL_MAX_S: 0, or -1 (err untouched). */
+static int stall_seconds(const char *v, unsigned *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end || n < 1 || n > WATCH_STALL_MAX_S)
+        return -1;
+    *out = (unsigned)n;
+    return 0;
+}
+
+int watch_arg_parse(const char *text, unsigned dflt_s, unsigned *stall_s, struct cohort_err *err)
+{
+    if (!text || !strcmp(text, "yes"))
+        *stall_s = dflt_s;
+    else if (!strcmp(text, "no") || !strcmp(text, "0"))
+        *stall_s = 0;
+    else if (stall_seconds(text, stall_s) < 0)
+        return cohort_fail(err, "'%s' is not yes, no or a number of seconds from 1 to %d "
+                           "(how long a rank may keep the others waiting)",
+                           text, WATCH_STALL_MAX_S);
     return 0;
 }
 
@@ -112,6 +137,21 @@ static int mps_key(const char *key, size_t klen, const char *v, struct plugin_ar
     return 1;
 }
 
+/* The watch* keys of plugstack.conf; 1 when key is none of them. */
+static int watch_key(const char *key, size_t klen, const char *v, struct plugin_args *out,
+                     struct cohort_err *e)
+{
+    if (klen == 5 && !strncmp(key, "watch", 5))
+        return yes_no("watch", v, &out->watch, e);
+    if (klen == 11 && !strncmp(key, "watch_stall", 11)) {
+        if (stall_seconds(v, &out->watch_stall_s) < 0)
+            return cohort_fail(e, "'%s' is not a number of seconds from 1 to %d", v,
+                               WATCH_STALL_MAX_S);
+        return 0;
+    }
+    return 1;
+}
+
 int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct cohort_err *err)
 {
     memset(out, 0, sizeof *out);
@@ -119,6 +159,7 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
     out->ports.lo = PORTS_DEFAULT_LO;
     out->ports.hi = PORTS_DEFAULT_HI;
     out->membind = MEMBIND_BIND;
+    out->watch_stall_s = WATCH_STALL_DEFAULT_S;
     snprintf(out->topology_cache, sizeof out->topology_cache, "%s", TOPO_CACHE_DIR);
     for (int i = 0; i < argc; i++) {
         const char *eq = strchr(argv[i], '=');
@@ -153,11 +194,12 @@ int plugin_args_parse(int argc, char **argv, struct plugin_args *out, struct coh
             out->secret_munge = !strcmp(v, "munge");
             if (!out->secret_munge && strcmp(v, "random"))
                 rc = cohort_fail(&e, "'%s' is not random or munge", v);
-        } else if ((rc = mps_key(argv[i], klen, v, out, &e)) == 1)
+        } else if ((rc = mps_key(argv[i], klen, v, out, &e)) == 1 &&
+                   (rc = watch_key(argv[i], klen, v, out, &e)) == 1)
             return cohort_fail(err,
                                "unknown argument '%.*s' (known: default, port_range, "
                                "topology, topology_cache, membind, strict, secret, store, "
-                               "mps, mps_threads, mps_mem, mps_control)",
+                               "mps, mps_threads, mps_mem, mps_control, watch, watch_stall)",
                                (int)klen, argv[i]);
         if (rc)
             return cohort_fail(err, "argument '%s': %s", argv[i], e.msg);

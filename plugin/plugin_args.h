@@ -40,6 +40,10 @@ struct plugin_args {
                                              cohort's node agents, train mode) */
     char mps_control[4096];               /* mps_control=PATH of nvidia-cuda-mps-control
                                              ("" = /usr/bin, then /usr/local/cuda/bin) */
+    bool watch;                           /* watch=yes|no (no): the site's default for
+                                             --cohort-watch (the step watch, train mode) */
+    unsigned watch_stall_s;               /* watch_stall=SECONDS (WATCH_STALL_DEFAULT_S):
+                                             the watch's SECONDS when the job gives none */
 };
 
 int plugin_mode_parse(const char *text, enum cohort_plugin_mode *out,
@@ -53,6 +57,16 @@ int mps_args_parse(const char *text, struct mps_args *m, struct cohort_err *err)
 /* A job's --cohort-store value (NULL: the option without one, i.e. yes) or
  * COHORT_STORE: yes, no, 1 or 0. */
 int store_arg_parse(const char *text, bool *out, struct cohort_err *err);
+
+/* The longest stall a watch takes, in seconds (a day). */
+#define WATCH_STALL_MAX_S 86400
+
+/* A job's --cohort-watch value (NULL: the option without one, i.e. yes) or
+ * COHORT_WATCH: yes (the watch with dflt_s seconds), no or 0 (no watch), or
+ * SECONDS from 1 to WATCH_STALL_MAX_S. *stall_s gets the seconds, 0 for no
+ * watch. */
+int watch_arg_parse(const char *text, unsigned dflt_s, unsigned *stall_s,
+                    struct cohort_err *err);
 
 /* Parses argv (plugstack.conf's words after the plugin path). */
 int plugin_args_parse(int argc, char **argv, struct plugin_args *out,

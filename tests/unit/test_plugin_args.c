@@ -1,5 +1,6 @@
 /* test_plugin_args.c - plugstack.conf arguments: defaults, every key, and a
- * clear message for unknown keys and bad values. */
+ * clear message for unknown keys and bad values; the values jobs give
+ * --cohort-mps and --cohort-watch (and their variables). */
 #include <string.h>
 
 #include "plugin_args.h"
@@ -89,5 +90,48 @@ int main(void)
            strstr(err.msg, "'fast' is not yes, no, threads=PERCENT or mem=SIZE") &&
            !memcmp(&m, &keep, sizeof m),
        "a bad value named, the settings before kept: %s", err.msg);
+    ok(parse(NULL, NULL, &a, &err) == 0 && !a.watch && a.watch_stall_s == 120,
+       "no arguments: no watch, 120 s of stall");
+    ok(parse("watch=yes", "watch_stall=300", &a, &err) == 0 && a.watch && a.watch_stall_s == 300,
+       "watch=yes, watch_stall=300");
+    ok(parse("watch=on", NULL, &a, &err) < 0 && !strcmp(err.msg, "argument 'watch=on': "
+                                                         "watch='on' is not yes or no"),
+       "bad watch named: %s", err.msg);
+    ok(parse("watch_stall=0", NULL, &a, &err) < 0 &&
+           !strcmp(err.msg, "argument 'watch_stall=0': '0' is not a number of seconds from 1 "
+                            "to 86400") &&
+           parse("watch_stall=86401", NULL, &a, &err) < 0 &&
+           parse("watch_stall=2m", NULL, &a, &err) < 0 &&
+           parse("watch_stall=", NULL, &a, &err) < 0 &&
+           parse("watch_stall=-5", NULL, &a, &err) < 0 &&
+           parse("watch_stall= 5", NULL, &a, &err) < 0,
+       "watch_stall outside 1-86400 or not a number refused: %s", err.msg);
+    ok(parse("watch_stall=86400", NULL, &a, &err) == 0 && a.watch_stall_s == 86400 &&
+           parse("watch_stall=1", NULL, &a, &err) == 0 && a.watch_stall_s == 1,
+       "watch_stall=1 and 86400 taken");
+    ok(parse("wach=yes", NULL, &a, &err) < 0 && strstr(err.msg, "unknown argument 'wach'") &&
+           strstr(err.msg, "watch, watch_stall)"),
+       "unknown key: the watch keys among the known ones: %s", err.msg);
+    unsigned stall = 7;
+    ok(watch_arg_parse(NULL, 90, &stall, &err) == 0 && stall == 90 &&
+           watch_arg_parse("yes", 80, &stall, &err) == 0 && stall == 80,
+       "--cohort-watch alone and yes: the default seconds");
+    ok(watch_arg_parse("no", 90, &stall, &err) == 0 && stall == 0 &&
+           watch_arg_parse("0", 90, &stall, &err) == 0 && stall == 0,
+       "no and 0: no watch");
+    ok(watch_arg_parse("1", 90, &stall, &err) == 0 && stall == 1 &&
+           watch_arg_parse("600", 90, &stall, &err) == 0 && stall == 600 &&
+           watch_arg_parse("86400", 90, &stall, &err) == 0 && stall == 86400,
+       "SECONDS: 1, 600, 86400");
+    stall = 33;
+    ok(watch_arg_parse("2m", 90, &stall, &err) < 0 && stall == 33 &&
+           !strcmp(err.msg, "'2m' is not yes, no or a number of seconds from 1 to 86400 (how "
+                            "long a rank may keep the others waiting)"),
+       "a bad value named with what to give, the seconds kept: %s", err.msg);
+    ok(watch_arg_parse("86401", 90, &stall, &err) < 0 &&
+           watch_arg_parse("", 90, &stall, &err) < 0 &&
+           watch_arg_parse("+5", 90, &stall, &err) < 0 &&
+           watch_arg_parse("YES", 90, &stall, &err) < 0,
+       "86401, empty, +5 and YES refused");
     return tap_done();
 }
