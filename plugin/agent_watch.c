@@ -1,5 +1,6 @@
-/* agent_watch.c - the node agent watched from slurmstepd, and its node's
- * running tasks told of its death by a child process with a deadline (see
+/* agent_watch.c - the node agent's side of its socketpair read from
+ * slurmstepd: its death told to the node's running tasks and, when the
+ * step is watched, its "end" lines and its death ending them (see
  * agent_watch.h). */
 #include "agent_watch.h"
 
@@ -9,30 +10,20 @@
 #include <pthread.h>
 #include <signal.h>
 #include <slurm/spank.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "base_sys.h"
 #include "linux_calls.h"
+#include "task_tell.h"
+#include "watch.h"
 
-#define GRACE_MS 300  /* the time a step that Slurm kills has to end its tasks */
-#define TELL_MS 2000  /* the most the child that tells the tasks may take */
-#define REAP_MS 500   /* the most a killed child is waited on to end */
+#define GRACE_MS 300 /* the time a step that Slurm kills has to end its tasks */
 #define NO_PIDFD (-2) /* a running task whose pidfd could not be had */
-
-/* How the telling of a task went: TOLD, LATE (the child was killed at
- * TELL_MS first), STOPPED (the step ended first), or one of the stages
- * below with the errno it failed with. */
-enum { TOLD = 0, LATE = -1, STOPPED = -2 };
-enum { PIDFD = 1 << 16, TAKE = 2 << 16, BECOME = 3 << 16, WRITE = 4 << 16, START = 5 << 16 };
-#define ERRNO_OF(how) ((how) & 0xffff)
-#define STAGE_OF(how) ((how) >> 16)
+#define LINE_CAP 2048 /* an agent's line at most (its "end" lines are under 1,200 bytes) */
 
 /* The watch of one node's agent. Its lock guards pidfd[] and open_err,
  * which the task hooks change while the thread reads them. pidfd[] holds
@@ -45,96 +36,37 @@ struct agent_watch {
     pthread_mutex_t lock;
     uint32_t n_tasks;
     int *pidfd;
-    int open_err;         /* the first pidfd_open's failure (PIDFD | errno), or 0 */
-    char *line;           /* what each task is told */
+    int open_err;         /* the first pidfd_open's failure (TELL_PIDFD | errno), or 0 */
+    char *line;           /* what each task is told of the agent's death */
     struct mps_user user; /* the job's user, whose rights the writes take */
+    bool ends;            /* the step is watched: the agent's end and death end the tasks */
+    int bye[2];           /* a pipe whose write end the thread closes at the agent's
+                             "bye", its death, or the thread's end */
+    char in[LINE_CAP];    /* the agent's bytes not yet read as lines (the thread's) */
+    size_t n_in;
+    bool too_long;        /* the line in hand began before in[0]: dropped */
 };
 
-/* One telling, all of it allocated before the fork: a child of a threaded
- * process may make async-signal-safe calls only. */
-struct tell {
-    uint32_t n;        /* the running tasks to tell */
-    int *pidfd;        /* their pidfds (copies), or NO_PIDFD */
-    int *fd;           /* in the child: each task's stderr, or -1 */
-    int *err;          /* why that stderr could not be had (a stage | errno), or 0 */
-    int *keep;         /* the descriptors the child keeps, ascending */
-    size_t n_keep;
-    unsigned open_max; /* the most descriptors the process may hold */
-    int gate[2];       /* The child waits on it until the thread holds its pidfd. */
-    int result[2];     /* The child writes one int per task there: how it went. */
-    struct iovec v[2];
+/* The node's tasks running when the thread acts: a copy of each one's
+ * pidfd (NO_PIDFD when there is none, err then saying why), and the
+ * poll entries that wait on their ends, the stop pipe's first. */
+struct running {
+    uint32_t n;
+    int *pidfd;
+    int *err;
+    struct pollfd *p;
 };
 
-/* In the child: closes every descriptor but t->keep's, so that it holds
- * none of slurmstepd's (the stop pipe's write end above all). */
-static void keep_only(const struct tell *t)
-{
-    unsigned from = 0;
-    for (size_t i = 0; i <= t->n_keep; i++) {
-        unsigned to = i < t->n_keep ? (unsigned)t->keep[i] : ~0U; /* [from, to) is closed */
-        if (to > from && syscall(SYS_close_range, from, to - 1, 0U) < 0)
-            for (unsigned fd = from; fd < to && fd < t->open_max; fd++)
-                close(fd);
-        from = to + 1;
-    }
-}
-
-/* The child: takes each task's stderr (as root, as pidfd_getfd may need
- * CAP_SYS_PTRACE), becomes the job's user for good (each write's checks
- * are the user's, and its memory, slurmstepd's copy, cannot be read),
- * writes the line on each stderr and says how each went. Only
- * async-signal-safe calls. */
-static _Noreturn void tell_child(const struct mps_user *user, struct tell *t)
-{
-    char go;
-    close(t->gate[1]);
-    while (read(t->gate[0], &go, 1) < 0 && errno == EINTR)
-        ;
-    keep_only(t);
-    for (uint32_t i = 0; i < t->n; i++) {
-        t->fd[i] = -1;
-        if (t->pidfd[i] < 0)
-            continue;
-        t->fd[i] = (int)syscall(SYS_pidfd_getfd, t->pidfd[i], 2, 0U);
-        if (t->fd[i] < 0)
-            t->err[i] = TAKE | errno;
-        close(t->pidfd[i]);
-    }
-    int become = 0;
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || mps_user_become(user) < 0)
-        become = BECOME | errno;
-    for (uint32_t i = 0; i < t->n; i++) {
-        int how = t->err[i] ? t->err[i] : become;
-        if (how == TOLD && writev(t->fd[i], t->v, 2) < 0)
-            how = WRITE | errno;
-        (void)!write(t->result[1], &how, sizeof how);
-        if (t->fd[i] >= 0)
-            close(t->fd[i]);
-    }
-    _exit(0);
-}
-
-static int by_value(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
-/* Copies into t the pidfds of the node's tasks still running (a task whose
- * pidfd polls readable has exited, and slurmstepd has not said so yet),
- * with all the child needs. 0, or -1 with errno; t is for tell_free in
- * both cases. */
-static int tell_prepare(struct agent_watch *w, struct tell *t)
+/* Copies into r the pidfds of the node's tasks still running (a task
+ * whose pidfd polls readable has exited, and slurmstepd has not said so
+ * yet). 0, or -1 with errno; r is for running_free in both cases. */
+static int running_take(struct agent_watch *w, struct running *r)
 {
     size_t n = w->n_tasks ? w->n_tasks : 1;
-    *t = (struct tell){.gate = {-1, -1}, .result = {-1, -1},
-                       .v = {{w->line, strlen(w->line)}, {"\n", 1}}};
-    t->pidfd = malloc(n * sizeof *t->pidfd);
-    t->fd = malloc(n * sizeof *t->fd);
-    t->err = malloc(n * sizeof *t->err);
-    t->keep = malloc((n + 1) * sizeof *t->keep);
-    if (!t->pidfd || !t->fd || !t->err || !t->keep || pipe2(t->gate, O_CLOEXEC) < 0 ||
-        pipe2(t->result, O_CLOEXEC | O_NONBLOCK) < 0)
+    *r = (struct running){.pidfd = malloc(n * sizeof *r->pidfd),
+                          .err = malloc(n * sizeof *r->err),
+                          .p = calloc(n + 1, sizeof *r->p)};
+    if (!r->pidfd || !r->err || !r->p)
         return -1;
     pthread_mutex_lock(&w->lock);
     for (uint32_t i = 0; i < w->n_tasks; i++) {
@@ -143,143 +75,40 @@ static int tell_prepare(struct agent_watch *w, struct tell *t)
         if (p == -1 || (p >= 0 && poll(&ended, 1, 0) != 0))
             continue;
         int copy = p >= 0 ? fcntl(p, F_DUPFD_CLOEXEC, 0) : -1;
-        t->err[t->n] = copy >= 0 ? 0 : p >= 0 ? PIDFD | errno : w->open_err;
-        t->pidfd[t->n++] = copy >= 0 ? copy : NO_PIDFD;
+        r->err[r->n] = copy >= 0 ? 0 : p >= 0 ? TELL_PIDFD | errno : w->open_err;
+        r->pidfd[r->n++] = copy >= 0 ? copy : NO_PIDFD;
     }
     pthread_mutex_unlock(&w->lock);
-    t->keep[t->n_keep++] = t->result[1];
-    for (uint32_t i = 0; i < t->n; i++)
-        if (t->pidfd[i] >= 0)
-            t->keep[t->n_keep++] = t->pidfd[i];
-    qsort(t->keep, t->n_keep, sizeof *t->keep, by_value);
-    long max = sysconf(_SC_OPEN_MAX);
-    t->open_max = max > 0 && max < 1L << 20 ? (unsigned)max : 1U << 20;
     return 0;
 }
 
-static void tell_free(struct tell *t)
+static void running_free(struct running *r)
 {
-    for (uint32_t i = 0; i < t->n; i++)
-        if (t->pidfd[i] >= 0)
-            close(t->pidfd[i]);
-    for (int i = 0; i < 2; i++) {
-        if (t->gate[i] >= 0)
-            close(t->gate[i]);
-        if (t->result[i] >= 0)
-            close(t->result[i]);
-    }
-    free(t->pidfd);
-    free(t->fd);
-    free(t->err);
-    free(t->keep);
-}
-
-/* Waits for the child (its pidfd) to end: TOLD when it ended by itself,
- * LATE when TELL_MS passed first, STOPPED when the watch was stopped
- * first. A child that has not ended is killed and waited on for REAP_MS
- * more at most. It is then reaped, unless slurmstepd, which waits for any
- * child, has done so (ECHILD: nothing to do). */
-static int child_end(const struct agent_watch *w, int child)
-{
-    struct pollfd p[2] = {{.fd = child, .events = POLLIN}, {.fd = w->stop[0], .events = POLLIN}};
-    int r = poll(p, 2, TELL_MS);
-    int end = r > 0 && p[0].revents ? TOLD : r > 0 ? STOPPED : LATE;
-    if (end != TOLD) {
-        syscall(SYS_pidfd_send_signal, child, SIGKILL, NULL, 0U);
-        poll(p, 1, REAP_MS);
-    }
-    siginfo_t info;
-    waitid(COHORT_P_PIDFD, (id_t)child, &info, WEXITED | WNOHANG);
-    return end;
-}
-
-/* Runs the child that tells the tasks of t, and fills how[0..t->n) with
- * how each telling went. */
-static void tell_run(struct agent_watch *w, struct tell *t, int *how)
-{
-    pid_t pid = fork();
-    if (pid == 0)
-        tell_child(&w->user, t);
-    int child = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0U) : -1;
-    int end = child >= 0 ? TOLD : START | errno;
-    if (pid > 0 && child < 0)
-        kill(pid, SIGKILL); /* It still waits on the gate: pid is still the child's. */
-    (void)!write(t->gate[1], "", 1);
-    close(t->result[1]);
-    t->result[1] = -1;
-    if (child >= 0) {
-        end = child_end(w, child);
-        close(child);
-    }
-    size_t got = 0, want = t->n * sizeof *how;
-    for (ssize_t r = 1; got < want && r > 0; got += r > 0 ? (size_t)r : 0)
-        r = read(t->result[0], (char *)how + got, want - got);
-    for (uint32_t i = (uint32_t)(got / sizeof *how); i < t->n; i++)
-        how[i] = end == TOLD ? WRITE | EIO : end;
-}
-
-/* Why a task was not told, in words, in buf. */
-static const char *why_not(int how, char *buf, size_t len)
-{
-    static const char *const stage[] = {"", "its pidfd", "pidfd_getfd on its descriptor 2",
-                                        "becoming the job's user", "the write",
-                                        "starting the child that writes"};
-    int e = ERRNO_OF(how), s = STAGE_OF(how);
-    const char *hint = e == ENOSYS && (s == STAGE_OF(PIDFD) || s == STAGE_OF(TAKE))
-                           ? " (Linux 5.6 or later is needed)"
-                       : e == EPERM && s == STAGE_OF(TAKE)
-                           ? " (Yama's ptrace_scope 3, or a security module?)"
-                           : "";
-    if (how == LATE)
-        snprintf(buf, len, "its stderr did not take the line within %d s", TELL_MS / 1000);
-    else if (how == STOPPED)
-        snprintf(buf, len, "the step ended first");
-    else
-        snprintf(buf, len, "%s: %s%s", stage[s <= STAGE_OF(START) ? s : 0], strerror(e), hint);
-    return buf;
+    for (uint32_t i = 0; i < r->n; i++)
+        if (r->pidfd[i] >= 0)
+            close(r->pidfd[i]);
+    free(r->pidfd);
+    free(r->err);
+    free(r->p);
 }
 
 /* Says in the node's log, in one line (slurm_info: an error would go to a
- * task's stderr again), how many of the n running tasks were told and why
- * the first one not told was not. */
-static void log_told(const int *how, uint32_t n)
+ * task's stderr again), how many of the n running tasks were told of the
+ * agent's death and why the first one not told was not. */
+static void log_told(const struct agent_watch *w, const int *how, uint32_t n)
 {
     uint32_t told = 0;
-    int first = TOLD;
+    int first = TELL_TOLD;
     for (uint32_t i = 0; i < n; i++) {
-        told += how[i] == TOLD;
-        first = first == TOLD ? how[i] : first;
+        told += how[i] == TELL_TOLD;
+        first = first == TELL_TOLD ? how[i] : first;
     }
     char why[160];
-    slurm_info("cohort: store: the node agent died while the step was running: %u of the "
-               "node's %u running tasks were told so in their stderr%s%s", told, n,
-               first == TOLD ? "" : "; the first one not told: ",
-               first == TOLD ? "" : why_not(first, why, sizeof why));
-}
-
-/* Whether the agent's end of the pair has closed: it never writes, so
- * anything readable is the end (what else comes is read and dropped). */
-static bool agent_gone(int fd)
-{
-    char b[64];
-    ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
-    return n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN);
-}
-
-/* Waits for the agent's death: true; false when the watch is stopped. */
-static bool agent_died(const struct agent_watch *w)
-{
-    for (;;) {
-        struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN},
-                              {.fd = w->stop[0], .events = POLLIN}};
-        int r = poll(p, 2, -1);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 || p[1].revents)
-            return false;
-        if (p[0].revents && agent_gone(w->fd))
-            return true;
-    }
+    slurm_info("cohort: %s: the node agent died while the step was running: %u of the "
+               "node's %u running tasks were told so in their stderr%s%s",
+               w->ends ? "watch" : "store", told, n,
+               first == TELL_TOLD ? "" : "; the first one not told: ",
+               first == TELL_TOLD ? "" : task_tell_why(first, why, sizeof why));
 }
 
 /* Whether the watch is stopped within ms (0: whether it is now). */
@@ -289,25 +118,206 @@ static bool stopped_within(const struct agent_watch *w, int ms)
     return poll(&p, 1, ms) == 1;
 }
 
+/* What the agent's side said, as the thread waits on it. */
+enum said { SAID_STOP, SAID_DEATH, SAID_END };
+
+/* Whether line is "end TELL" or "end TELL TEXT" (TELL 0 or 1): true with
+ * *tell (1 with some TEXT to tell) and the TEXT in text (cap bytes with
+ * its end), its control characters as '?', so that it stays one line in
+ * a task's stderr and in the node's log. */
+static bool parse_end(const char *line, int *tell, char *text, size_t cap)
+{
+    if (strncmp(line, "end ", 4) != 0 || (line[4] != '0' && line[4] != '1') ||
+        (line[5] && line[5] != ' '))
+        return false;
+    const char *t = line[5] ? line + 6 : "";
+    size_t n = 0;
+    for (; t[n] && n + 1 < cap; n++)
+        text[n] = (unsigned char)t[n] < 0x20 || t[n] == 0x7f ? '?' : t[n];
+    text[n] = '\0';
+    *tell = line[4] == '1' && n > 0;
+    return true;
+}
+
+/* Lets go of whoever waits for the agent's "bye" (agent_watch_wait_bye). */
+static void bye_said(struct agent_watch *w)
+{
+    if (w->bye[1] >= 0)
+        close(w->bye[1]);
+    w->bye[1] = -1;
+}
+
+/* Takes the whole lines of w->in: "bye" lets go of the waiter, and the
+ * first "end" line is returned (true, with *tell and text) when ends. */
+static bool take_lines(struct agent_watch *w, bool ends, int *tell, char *text, size_t cap)
+{
+    char *line = w->in, *nl;
+    bool end = false;
+    while (!end && (nl = memchr(line, '\n', w->n_in - (size_t)(line - w->in)))) {
+        *nl = '\0';
+        if (!w->too_long && !strcmp(line, "bye"))
+            bye_said(w);
+        else if (!w->too_long && ends)
+            end = parse_end(line, tell, text, cap);
+        w->too_long = false;
+        line = nl + 1;
+    }
+    w->n_in -= (size_t)(line - w->in);
+    memmove(w->in, line, w->n_in);
+    if (w->n_in == sizeof w->in - 1) { /* No line of the agent's is that long: dropped. */
+        w->too_long = true;
+        w->n_in = 0;
+    }
+    return end;
+}
+
+/* Waits for what the agent's side says: SAID_END with its next "end" line
+ * in *tell and text (when ends and the step is watched; other lines are
+ * dropped, "bye" once it lets the waiter go), SAID_DEATH when it closed,
+ * SAID_STOP when the watch was stopped first. */
+static enum said agent_says(struct agent_watch *w, bool ends, int *tell, char *text, size_t cap)
+{
+    for (;;) {
+        if (take_lines(w, ends && w->ends, tell, text, cap))
+            return SAID_END;
+        struct pollfd p[2] = {{.fd = w->fd, .events = POLLIN},
+                              {.fd = w->stop[0], .events = POLLIN}};
+        int r = poll(p, 2, -1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || p[1].revents)
+            return SAID_STOP;
+        ssize_t got = p[0].revents ? recv(w->fd, w->in + w->n_in, sizeof w->in - 1 - w->n_in,
+                                          MSG_DONTWAIT)
+                                   : -1;
+        if (got < 0 && (!p[0].revents || errno == EINTR || errno == EAGAIN))
+            continue;
+        if (got <= 0)
+            return SAID_DEATH;
+        w->n_in += (size_t)got;
+        w->in[w->n_in] = '\0';
+    }
+}
+
+/* SIGTERM to each task of r, then SIGKILL to those still running
+ * WATCH_GRACE_MS later, each by its pidfd (a task without one is left to
+ * Slurm). Returns how many needed SIGKILL; nothing more is sent once the
+ * watch is stopped (the step ended on the node). */
+static uint32_t end_running(const struct agent_watch *w, struct running *r)
+{
+    r->p[0] = (struct pollfd){.fd = w->stop[0], .events = POLLIN};
+    for (uint32_t i = 0; i < r->n; i++) {
+        r->p[i + 1] = (struct pollfd){.fd = r->pidfd[i] >= 0 ? r->pidfd[i] : -1, .events = POLLIN};
+        if (r->pidfd[i] >= 0)
+            syscall(SYS_pidfd_send_signal, r->pidfd[i], SIGTERM, NULL, 0U);
+    }
+    long long end = base_now_ms() + WATCH_GRACE_MS;
+    for (;;) {
+        uint32_t left = 0;
+        for (uint32_t i = 1; i <= r->n; i++) {
+            if (r->p[i].revents) /* It ended: polled no more. */
+                r->p[i].fd = -1;
+            left += r->p[i].fd >= 0;
+        }
+        long long ms = end - base_now_ms();
+        if (!left || ms <= 0)
+            break;
+        if (poll(r->p, r->n + 1, (int)ms) < 0 && errno != EINTR)
+            break;
+        if (r->p[0].revents)
+            return 0;
+    }
+    uint32_t killed = 0;
+    for (uint32_t i = 1; i <= r->n; i++)
+        killed += r->p[i].fd >= 0 &&
+                  syscall(SYS_pidfd_send_signal, r->p[i].fd, SIGKILL, NULL, 0U) == 0;
+    return killed;
+}
+
+/* Ends the node's running tasks of r: tell (NULL: nothing) written first
+ * into the stderr of one of them, then the signals (end_running); one
+ * line in the node's log says so, with why (the agent's TEXT). */
+static void end_tasks(const struct agent_watch *w, struct running *r, const char *tell,
+                      const char *why)
+{
+    if (stopped_within(w, 0))
+        return;
+    uint32_t one = 0; /* the first task with a pidfd, if any */
+    while (one + 1 < r->n && r->pidfd[one] < 0)
+        one++;
+    int how = TELL_TOLD;
+    if (tell && r->n)
+        task_tell(r->pidfd + one, r->err + one, 1, tell, &w->user, w->stop[0], &how);
+    if (stopped_within(w, 0))
+        return;
+    uint32_t killed = end_running(w, r);
+    char note[256] = "", told[160];
+    int n = killed ? snprintf(note, sizeof note, " (%u of them needed SIGKILL", killed) : 0;
+    if (how != TELL_TOLD)
+        n += snprintf(note + n, sizeof note - (size_t)n, "%sthe line was not written: %s",
+                      n ? "; " : " (", task_tell_why(how, told, sizeof told));
+    if (n)
+        snprintf(note + n, sizeof note - (size_t)n, ")");
+    slurm_info("cohort: watch: ending the node's %u tasks%s: %s", r->n, note, why);
+}
+
+/* The agent died while the step runs: the tasks of r told so, then, when
+ * the step is watched, ended. */
+static void agent_died(const struct agent_watch *w, struct running *r)
+{
+    if (r->n == 0 || stopped_within(w, 0))
+        return;
+    int *how = calloc(r->n, sizeof *how);
+    if (!how) {
+        slurm_info("cohort: %s: the node agent died while the step was running, and its "
+                   "tasks cannot be told: out of memory", w->ends ? "watch" : "store");
+        return;
+    }
+    task_tell(r->pidfd, r->err, r->n, w->line, &w->user, w->stop[0], how);
+    log_told(w, how, r->n);
+    free(how);
+    if (w->ends)
+        end_tasks(w, r, NULL, "the node agent died while the step was running");
+}
+
+/* What the thread does for what the agent said: an end, or its death
+ * (given GRACE_MS: a step that Slurm kills loses its agent and its tasks
+ * together, and only the tasks still running then are told). */
+static void act(struct agent_watch *w, enum said said, int tell, const char *text)
+{
+    struct running r;
+    if (said == SAID_DEATH && stopped_within(w, GRACE_MS))
+        return;
+    if (running_take(w, &r) < 0)
+        slurm_info("cohort: %s: the node agent %s, and its tasks cannot be %s: %s",
+                   w->ends ? "watch" : "store",
+                   said == SAID_END ? "ends the step" : "died while the step was running",
+                   said == SAID_END ? "ended" : "told", strerror(errno));
+    else if (said == SAID_END)
+        end_tasks(w, &r, tell ? text : NULL, text);
+    else
+        agent_died(w, &r);
+    running_free(&r);
+}
+
+/* The thread: the agent's first end acted on, then only its "bye" read
+ * until its death or the watch's stop; its death before any end acted on
+ * (told, and ended when watched). */
 static void *watch(void *arg)
 {
     struct agent_watch *w = arg;
-    /* A step that Slurm kills loses its agent and its tasks together: the
-     * tasks are given GRACE_MS to end, and only those still running are
-     * told (a stop, the step's end on this node, ends the wait). */
-    if (!agent_died(w) || stopped_within(w, GRACE_MS))
-        return NULL;
-    struct tell t;
-    int *how = NULL;
-    if (tell_prepare(w, &t) < 0 || !(how = calloc(t.n ? t.n : 1, sizeof *how))) {
-        slurm_info("cohort: store: the node agent died while the step was running, and its "
-                   "tasks cannot be told: %s", strerror(errno));
-    } else if (t.n > 0 && !stopped_within(w, 0)) {
-        tell_run(w, &t, how);
-        log_told(how, t.n);
+    char text[LINE_CAP];
+    int tell = 0;
+    enum said said = agent_says(w, true, &tell, text, sizeof text);
+    bool ended = said == SAID_END;
+    if (ended) {
+        act(w, said, tell, text);
+        /* No end is taken now: this returns at the agent's death or the stop. */
+        said = agent_says(w, false, &tell, text, sizeof text);
     }
-    free(how);
-    tell_free(&t);
+    bye_said(w); /* Nothing more comes: the waiter goes. */
+    if (said == SAID_DEATH && !ended)
+        act(w, said, 0, "");
     return NULL;
 }
 
@@ -326,18 +336,20 @@ static int copy_user(struct mps_user *to, const struct mps_user *from)
 }
 
 struct agent_watch *agent_watch_start(int fd, uint32_t n_tasks, const char *line,
-                                      const struct mps_user *user)
+                                      const struct mps_user *user, bool ends)
 {
     struct agent_watch *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
     w->fd = fd;
     w->n_tasks = n_tasks;
+    w->ends = ends;
     w->pidfd = malloc((n_tasks ? n_tasks : 1) * sizeof *w->pidfd);
-    w->stop[0] = w->stop[1] = -1;
+    w->stop[0] = w->stop[1] = w->bye[0] = w->bye[1] = -1;
     w->line = strdup(line);
     if (!w->pidfd || !w->line || copy_user(&w->user, user) < 0 ||
-        pipe2(w->stop, O_CLOEXEC) < 0 || pthread_mutex_init(&w->lock, NULL) != 0)
+        pipe2(w->stop, O_CLOEXEC) < 0 || pipe2(w->bye, O_CLOEXEC) < 0 ||
+        pthread_mutex_init(&w->lock, NULL) != 0)
         goto fail;
     for (uint32_t i = 0; i < n_tasks; i++)
         w->pidfd[i] = -1;
@@ -351,9 +363,12 @@ struct agent_watch *agent_watch_start(int fd, uint32_t n_tasks, const char *line
         return w;
     pthread_mutex_destroy(&w->lock);
 fail:
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         if (w->stop[i] >= 0)
             close(w->stop[i]);
+        if (w->bye[i] >= 0)
+            close(w->bye[i]);
+    }
     mps_user_free(&w->user);
     free(w->line);
     free(w->pidfd);
@@ -372,7 +387,7 @@ void agent_watch_task(struct agent_watch *w, uint32_t local, pid_t pid)
         close(w->pidfd[local]);
     w->pidfd[local] = fd >= 0 ? fd : NO_PIDFD;
     if (fd < 0 && !w->open_err)
-        w->open_err = PIDFD | err;
+        w->open_err = TELL_PIDFD | err;
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -387,6 +402,17 @@ void agent_watch_task_ended(struct agent_watch *w, uint32_t local)
     pthread_mutex_unlock(&w->lock);
 }
 
+bool agent_watch_wait_bye(const struct agent_watch *w, int ms)
+{
+    if (!w)
+        return false;
+    struct pollfd p = {.fd = w->bye[0], .events = POLLIN};
+    int r;
+    while ((r = poll(&p, 1, ms)) < 0 && errno == EINTR)
+        ;
+    return r == 1;
+}
+
 void agent_watch_stop(struct agent_watch *w)
 {
     if (!w)
@@ -394,6 +420,7 @@ void agent_watch_stop(struct agent_watch *w)
     close(w->stop[1]);
     pthread_join(w->thread, NULL);
     close(w->stop[0]);
+    close(w->bye[0]);
     for (uint32_t i = 0; i < w->n_tasks; i++)
         if (w->pidfd[i] >= 0)
             close(w->pidfd[i]);

@@ -1,5 +1,5 @@
-/* store_step.c - the plugin's part of PyTorch's store served by cohort
- * (see store_step.h). */
+/* node_agent.c - the step's node agent started, told and ended from
+ * slurmstepd (see node_agent.h). */
 #include "node_agent.h"
 
 #include <errno.h>
@@ -15,22 +15,11 @@
 #include <unistd.h>
 
 #include "base_sys.h"
+#include "hostlist.h"
 #include "mps_proc.h"
 #include "spank_env.h"
 
 #define AGENT_END_MS 2000 /* the agent's time to end once told */
-
-int store_step_want(const struct plugin_args *args, const char *env, bool opt_given,
-                    const char *opt, bool *out, struct cohort_err *err)
-{
-    struct cohort_err e;
-    *out = args->store;
-    if (env && *env && store_arg_parse(env, out, &e) < 0)
-        return cohort_fail(err, "COHORT_STORE=%s", e.msg);
-    if (opt_given && store_arg_parse(opt, out, &e) < 0)
-        return cohort_fail(err, "--cohort-store=%s", e.msg);
-    return 0;
-}
 
 #define RECORD_MAX (512u << 10) /* the agent's record at most (it reads 1 MiB at most) */
 
@@ -99,14 +88,15 @@ static void read_line(int fd, long long end, char *line, size_t cap)
     line[strcspn(line, "\n")] = 0;
 }
 
-/* Starts the agent; 0 with s->pid and s->events_fd, or -1 with s->error. */
-static int spawn(struct store_step *s, uid_t uid, gid_t gid, const char *agent, int out_fd,
-                 int in_fd)
+/* Starts the agent; 0 with a->pid, or -1 with a->error (what: the option
+ * it is started for). */
+static int spawn(struct node_agent *a, const char *what, uid_t uid, gid_t gid,
+                 const char *agent, int out_fd, int in_fd)
 {
     struct mps_user u = {.uid = uid, .gid = gid};
     mps_user_groups(&u);
-    s->pid = fork();
-    if (s->pid == 0) {
+    a->pid = fork();
+    if (a->pid == 0) {
         char *argv[] = {(char *)agent, NULL};
         char *envp[] = {"PATH=/usr/bin:/bin", NULL}; /* nothing of slurmstepd's */
         mps_child_become(&u, in_fd, out_fd);
@@ -115,31 +105,66 @@ static int spawn(struct store_step *s, uid_t uid, gid_t gid, const char *agent, 
     }
     mps_user_free(&u);
     pid_t parent;
-    if (s->pid < 0 || mps_proc_stat(s->pid, &parent, &s->started) < 0) {
-        snprintf(s->error, sizeof s->error, "--cohort-store: cannot start the node agent %s: "
-                 "%s", agent, strerror(errno));
-        s->pid = 0;
+    if (a->pid < 0 || mps_proc_stat(a->pid, &parent, &a->started) < 0) {
+        snprintf(a->error, sizeof a->error, "%s: cannot start the node agent %s: %s", what,
+                 agent, strerror(errno));
+        a->pid = 0;
         return -1;
     }
     return 0;
 }
 
-/* The agent for the step, as the job's user. */
-static void setup(struct store_step *s, bool user_set, uid_t uid, gid_t gid, const char *agent,
-                  const struct envlist *record, int timeout_s)
+/* Takes the agent's answer line into a: "port N", and " dir PATH" after it
+ * when it watches the step. 0, or -1 when line is no such answer. */
+static int take_answer(struct node_agent *a, const char *line)
 {
-    if (user_set) {
-        snprintf(s->note, sizeof s->note, "cohort: note: --cohort-store: the job sets "
-                 "MASTER_ADDR or MASTER_PORT itself, so PyTorch's store is left to its rank 0");
-        return;
+    unsigned port;
+    int end = 0;
+    if (sscanf(line, "port %u%n", &port, &end) != 1 || port == 0 || port > 65535)
+        return -1;
+    const char *rest = line + end;
+    if (a->watching && (strncmp(rest, " dir /", 6) != 0 || strlen(rest + 5) >= sizeof a->dir))
+        return -1;
+    if (!a->watching && *rest)
+        return -1;
+    snprintf(a->dir, sizeof a->dir, "%s", a->watching ? rest + 5 : "");
+    a->port = (uint16_t)port;
+    return 0;
+}
+
+/* Why the agent gave no answer, into a->error: its error line, its exit,
+ * another line than an answer, or none in time. */
+static void no_answer(struct node_agent *a, const char *what, const char *agent,
+                      const char *line, int timeout_s)
+{
+    int status = 0;
+    if (strncmp(line, "error ", 6) == 0) {
+        snprintf(a->error, sizeof a->error, "%s: the node agent: %.440s", what, line + 6);
+    } else if (mps_wait(a->pid, 500, &status)) {
+        a->pid = 0;
+        snprintf(a->error, sizeof a->error, "%s: the node agent %s exited as it started (exit "
+                 "code %d: not there, or not cohort's agent?)", what, agent,
+                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    } else if (line[0]) {
+        snprintf(a->error, sizeof a->error, "%s: the node agent %s answered '%.100s', not "
+                 "'port N%s' (not this cohort's agent?)", what, agent, line,
+                 a->watching ? " dir PATH" : "");
+    } else {
+        snprintf(a->error, sizeof a->error, "%s: the node agent %s did not start within %d s",
+                 what, agent, timeout_s);
     }
-    const char *ma = envlist_get(record, "COHORT_STORE_ADDR");
-    snprintf(s->master_addr, sizeof s->master_addr, "%s", ma ? ma : "");
+}
+
+/* The agent for the step, as the job's user: started, sent its record,
+ * its answer read. */
+static void setup(struct node_agent *a, const char *what, uid_t uid, gid_t gid,
+                  const char *agent, const struct envlist *record, int timeout_s)
+{
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0 ||
         pipe2(out, O_CLOEXEC) < 0) {
-        snprintf(s->error, sizeof s->error, "--cohort-store: %s", strerror(errno));
-    } else if (spawn(s, uid, gid, agent, out[1], in[0]) == 0) {
+        snprintf(a->error, sizeof a->error, "%s: %s", what, strerror(errno));
+    } else if (spawn(a, what, uid, gid, agent, out[1], in[0]) == 0) {
         char line[COHORT_ERR_LEN + 16];
         close(out[1]);
         out[1] = -1;
@@ -148,23 +173,12 @@ static void setup(struct store_step *s, bool user_set, uid_t uid, gid_t gid, con
             read_line(out[0], end, line, sizeof line);
         else
             line[0] = 0;
-        unsigned port;
-        int status = 0;
-        if (sscanf(line, "port %u", &port) == 1 && port > 0 && port < 65536) {
-            s->port = (uint16_t)port;
-            s->up = true;
-            s->events_fd = in[1];
+        if (take_answer(a, line) == 0) {
+            a->up = true;
+            a->events_fd = in[1];
             in[1] = -1;
-        } else if (strncmp(line, "error ", 6) == 0) {
-            snprintf(s->error, sizeof s->error, "--cohort-store: the node agent: %.440s", line + 6);
-        } else if (mps_wait(s->pid, 500, &status)) {
-            s->pid = 0;
-            snprintf(s->error, sizeof s->error, "--cohort-store: the node agent %s exited as "
-                     "it started (exit code %d: not there, or not cohort's agent?)", agent,
-                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
         } else {
-            snprintf(s->error, sizeof s->error, "--cohort-store: the node agent %s did not "
-                     "start within %d s", agent, timeout_s);
+            no_answer(a, what, agent, line, timeout_s);
         }
     }
     for (int i = 0; i < 2; i++) {
@@ -173,93 +187,85 @@ static void setup(struct store_step *s, bool user_set, uid_t uid, gid_t gid, con
         if (out[i] >= 0)
             close(out[i]);
     }
-    if (!s->up)
-        store_step_end(s);
+    if (!a->up)
+        node_agent_end(a);
 }
 
-static int set_var(spank_t sp, const char *name, const char *value, int overwrite)
+/* Sends one line to the agent, never waiting (slurmstepd's hooks must not
+ * block): the agent reads its input as it comes, so a full pair means an
+ * agent that no longer reads, and the line is dropped. */
+static void tell_agent(const struct node_agent *a, const char *line, int n)
 {
-    spank_err_t rc = spank_setenv(sp, name, value, overwrite);
-    return rc != ESPANK_SUCCESS && rc != ESPANK_ENV_EXISTS;
+    if (a->events_fd >= 0 && n > 0)
+        (void)!send(a->events_fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-int store_step_task(spank_t sp, struct store_step *s, uint32_t local)
+void node_agent_forked(struct node_agent *a, uint32_t local, uint32_t rank, pid_t pid)
 {
-    if (!s->want)
-        return 0;
-    if (s->error[0])
-        return 1;
-    if (s->note[0] && local == 0)
-        fprintf(stderr, "%s\n", s->note);
-    if (!s->up)
-        return 0;
-    char port[8];
-    snprintf(port, sizeof port, "%u", s->port);
-    /* the plan's MASTER_ADDR and MASTER_PORT (the job set neither) become
-     * the node agent's; the runtime keeps the step's in COHORT_MASTER_ADDR */
-    if (set_var(sp, "MASTER_ADDR", "127.0.0.1", 1) || set_var(sp, "MASTER_PORT", port, 1) ||
-        set_var(sp, "COHORT_MASTER_ADDR", s->master_addr, 0) ||
-        set_var(sp, "TORCHELASTIC_USE_AGENT_STORE", "True", 0) ||
-        set_var(sp, "TORCHELASTIC_RESTART_COUNT", "0", 0)) {
-        snprintf(s->error, sizeof s->error, "--cohort-store: cannot set the task's variables");
-        return 1;
-    }
-    return 0;
+    agent_watch_task(a->guard, local, pid);
+    char line[64];
+    if (a->watching)
+        tell_agent(a, line, snprintf(line, sizeof line, "task %u %u %d\n", local, rank, (int)pid));
 }
 
-void store_step_forked(struct store_step *s, uint32_t local, pid_t pid)
+void node_agent_ended(struct node_agent *a, uint32_t local, uint32_t rank, int status)
 {
-    agent_watch_task(s->watch, local, pid);
-}
-
-void store_step_ended(struct store_step *s, uint32_t local, uint32_t rank, int status)
-{
-    agent_watch_task_ended(s->watch, local);
+    agent_watch_task_ended(a->guard, local);
     char line[48];
-    int n = snprintf(line, sizeof line, "ended %u %u\n", rank, (unsigned)status);
-    if (s->events_fd >= 0)
-        (void)!send(s->events_fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    tell_agent(a, line, snprintf(line, sizeof line, "ended %u %u\n", rank, (unsigned)status));
+    if (a->watching && a->guard && ++a->n_ended == a->n_tasks &&
+        !agent_watch_wait_bye(a->guard, NODE_AGENT_BYE_MS))
+        slurm_info("cohort: watch: the node agent did not say its goodbye to the step's "
+                   "holder within %d s of the node's last task's end: the other nodes may "
+                   "take this node's end for its loss", NODE_AGENT_BYE_MS / 1000);
 }
 
-void store_step_end(struct store_step *s)
+void node_agent_end(struct node_agent *a)
 {
-    /* The watch is stopped before the agent's input closes: that closing is no death. */
-    agent_watch_stop(s->watch);
-    s->watch = NULL;
-    if (s->events_fd >= 0) /* never 0: slurmstepd's, when no agent was started */
-        close(s->events_fd);
-    s->events_fd = -1;
-    if (s->pid > 0 && !mps_wait(s->pid, AGENT_END_MS, NULL)) {
+    /* The thread is stopped before the agent's input closes: that closing is no death. */
+    agent_watch_stop(a->guard);
+    a->guard = NULL;
+    if (a->events_fd >= 0) /* never 0: slurmstepd's, when no agent was started */
+        close(a->events_fd);
+    a->events_fd = -1;
+    if (a->pid > 0 && !mps_wait(a->pid, AGENT_END_MS, NULL)) {
         pid_t parent;
         unsigned long long started;
-        if (mps_proc_stat(s->pid, &parent, &started) == 0 && started == s->started)
-            kill(s->pid, SIGKILL);
-        mps_wait(s->pid, AGENT_END_MS, NULL);
+        if (mps_proc_stat(a->pid, &parent, &started) == 0 && started == a->started)
+            kill(a->pid, SIGKILL);
+        mps_wait(a->pid, AGENT_END_MS, NULL);
     }
-    s->pid = 0;
-    s->up = false;
+    a->pid = 0;
+    a->up = false;
 }
 
-/* The agent's death watched, with the line its node's tasks get then and
- * the user (the job's: its ids, the groups slurmstepd set for user_init)
- * whose rights the line is written with. */
-static void watch_agent(struct store_step *s, const struct cohort_step *step, uint32_t n_tasks,
-                        uid_t uid, gid_t gid)
+/* The agent's side read by a thread, with the line the node's tasks get
+ * if it dies and the user (the job's: its ids, the groups slurmstepd set
+ * for user_init) whose rights the line is written with. */
+static void guard_agent(struct node_agent *a, bool store, const struct cohort_step *step,
+                        uint32_t n_tasks, uid_t uid, gid_t gid)
 {
     char host[256], line[COHORT_ERR_LEN];
     if (hostlist_nth(step->nodes, step->node_id, host, sizeof host) < 0)
         snprintf(host, sizeof host, "?");
-    snprintf(line, sizeof line, "cohort: store: the node agent of node %u (%s) died while the "
-             "step was running: this task's store calls fail from now on, and ranks waiting on "
-             "the store are told this node's ranks are gone (the node's slurmd log may say "
-             "why)", step->node_id, host);
+    int n = snprintf(line, sizeof line, "cohort: %s: the node agent of node %u (%s) died while "
+                     "the step was running: ", a->watching ? "watch" : "store", step->node_id,
+                     host);
+    snprintf(line + n, sizeof line - (size_t)n, "%s (the node's slurmd log may say why)",
+             !a->watching ? "this task's store calls fail from now on, and ranks waiting on "
+                            "the store are told this node's ranks are gone"
+             : store ? "this task's store calls fail from now on, the step's other nodes are "
+                       "told this node is lost, and this node's tasks are ended"
+                     : "this node is no longer watched, the step's other nodes are told it "
+                       "is lost, and this node's tasks are ended");
     struct mps_user u = {.uid = uid, .gid = gid};
     mps_user_groups(&u);
-    s->watch = agent_watch_start(s->events_fd, n_tasks, line, &u);
+    a->guard = agent_watch_start(a->events_fd, n_tasks, line, &u, a->watching);
     mps_user_free(&u);
-    if (!s->watch)
-        slurm_error("cohort: --cohort-store: the node agent's death cannot be watched (no "
-                    "thread): its tasks would not be told of it");
+    if (!a->guard)
+        slurm_error("cohort: %s: the node agent cannot be watched (no thread): its death "
+                    "would not be told to its tasks%s", a->watching ? "--cohort-watch" :
+                    "--cohort-store", a->watching ? ", nor would the watch end them" : "");
 }
 
 /* The agent's record: what the job's environment says of the step. */
@@ -285,8 +291,8 @@ static int set_gtids(struct envlist *r, const struct cohort_step *step)
     return rc;
 }
 
-static int make_record(spank_t sp, const struct cohort_step *step,
-                       const struct cohort_node_plan *plan, bool verbose, struct envlist *r)
+int node_agent_record(spank_t sp, const struct cohort_step *step, bool verbose,
+                      struct envlist *r)
 {
     int rc = collect_env(sp, r, record_vars, sizeof record_vars / sizeof *record_vars);
     rc |= envlist_setf(r, "SLURM_JOB_ID", "%u", step->job_id);
@@ -294,51 +300,40 @@ static int make_record(spank_t sp, const struct cohort_step *step,
     rc |= envlist_setf(r, "SLURM_NODEID", "%u", step->node_id);
     rc |= envlist_setf(r, "SLURM_STEP_NUM_TASKS", "%u", step->num_tasks);
     rc |= set_gtids(r, step);
-    rc |= envlist_set(r, "COHORT_STORE_ADDR", plan->master_addr);
-    rc |= envlist_setf(r, "COHORT_STORE_PORT", "%u", plan->tasks[0].master_port);
     rc |= envlist_set(r, "COHORT_VERBOSE", verbose ? "1" : "0");
     return rc ? -1 : 0;
 }
 
-void store_step_start(struct store_step *s, spank_t sp, const struct plugin_args *args,
-                      const char *srun_store, bool opt_given, const char *opt,
-                      const struct cohort_step *step, const struct cohort_node_plan *plan,
-                      bool verbose)
+void node_agent_record_clear(struct envlist *record)
 {
-    struct cohort_err err;
-    memset(s, 0, sizeof *s);
-    s->events_fd = -1;
-    char *v = get_env(sp, "COHORT_STORE");
-    bool want = false;
-    if (store_step_want(args, v ? v : srun_store, opt_given, opt, &want, &err) < 0) {
-        s->want = true; /* asked for, wrongly: each task says so */
-        snprintf(s->error, sizeof s->error, "%s", err.msg);
-    }
-    free(v);
-    if (!want || s->error[0] || plan->n_tasks == 0)
-        return;
-    s->want = true;
-    struct envlist r;
-    uid_t uid;
-    gid_t gid;
-    envlist_init(&r);
-    char *ma = get_env(sp, "MASTER_ADDR"), *mp = get_env(sp, "MASTER_PORT");
+    for (size_t i = 0; i < record->n; i++)
+        explicit_bzero(record->values[i], strlen(record->values[i]));
+    envlist_clear(record);
+}
+
+void node_agent_start(struct node_agent *a, spank_t sp, const struct envlist *record,
+                      bool store, bool watch, const struct cohort_step *step,
+                      uint32_t n_tasks)
+{
+    memset(a, 0, sizeof *a);
+    a->events_fd = -1;
+    a->watching = watch;
+    a->n_tasks = n_tasks;
+    const char *what = store && watch ? "--cohort-store and --cohort-watch"
+                       : store        ? "--cohort-store"
+                                      : "--cohort-watch";
+    uid_t uid = 0;
+    gid_t gid = 0;
     char *agent = get_env(sp, "COHORT_AGENT"), *t = get_env(sp, "COHORT_TIMEOUT");
     int timeout_s = t && atoi(t) > 0 && atoi(t) < 30 ? atoi(t) : 30;
-    if (spank_get_item(sp, S_JOB_UID, &uid) || spank_get_item(sp, S_JOB_GID, &gid))
-        snprintf(s->error, sizeof s->error, "--cohort-store: slurmstepd did not give the "
-                 "job's user");
-    else if (make_record(sp, step, plan, verbose, &r) < 0)
-        snprintf(s->error, sizeof s->error, "--cohort-store: out of memory");
+    if (!record)
+        snprintf(a->error, sizeof a->error, "%s: out of memory", what);
+    else if (spank_get_item(sp, S_JOB_UID, &uid) || spank_get_item(sp, S_JOB_GID, &gid))
+        snprintf(a->error, sizeof a->error, "%s: slurmstepd did not give the job's user", what);
     else
-        setup(s, ma || mp, uid, gid, agent && *agent ? agent : COHORT_AGENT_PATH, &r, timeout_s);
-    if (s->up)
-        watch_agent(s, step, plan->n_tasks, uid, gid);
-    for (size_t i = 0; i < r.n; i++)
-        explicit_bzero(r.values[i], strlen(r.values[i]));
-    envlist_clear(&r);
-    free(ma);
-    free(mp);
+        setup(a, what, uid, gid, agent && *agent ? agent : COHORT_AGENT_PATH, record, timeout_s);
+    if (a->up)
+        guard_agent(a, store, step, n_tasks, uid, gid);
     free(agent);
     free(t);
 }

@@ -1,72 +1,82 @@
-/* store_step.h - the plugin's part of PyTorch's store served by cohort
- * (--cohort-store, COHORT_STORE, plugstack store=): on each node of a step
- * that asked, the node agent (cohort-agent) started as the job's user with
- * its start record on a pipe that stays open as the way to tell it of the
- * node's task exits; each task then reaches its node's agent as
- * MASTER_ADDR:MASTER_PORT (127.0.0.1 and the agent's port) with
- * TORCHELASTIC_USE_AGENT_STORE, so that init_process_group's env://
- * rendezvous becomes a client of the agent's, never a server on a port
- * other users can reach. An agent that dies while the step runs is told
- * to the node's tasks in one line each (agent_watch.h). */
-#ifndef COHORT_STORE_STEP_H
-#define COHORT_STORE_STEP_H
+/* node_agent.h - the step's node agent (cohort-agent) as the plugin runs
+ * it on each node of a step that serves PyTorch's store (store_step.h) or
+ * is watched (watch_step.h): started from slurmstepd as the job's user
+ * with its start record on a socketpair that stays open as the way to
+ * tell it of the node's tasks ("task LOCAL RANK PID" as each is forked,
+ * when watched; "ended RANK STATUS" as each ends), and ended when the
+ * step ends on the node (its input closes). A thread of slurmstepd reads
+ * the agent's side of the pair (agent_watch.h): its early death is told
+ * to the node's running tasks and, when watched, its "end" lines and its
+ * death end them. */
+#ifndef COHORT_NODE_AGENT_H
+#define COHORT_NODE_AGENT_H
 
 #include <slurm/spank.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "agent_watch.h"
 #include "envlist.h"
 #include "error.h"
-#include "plan.h"
-#include "plugin_args.h"
 #include "step.h"
-#include "agent_watch.h"
 
-struct store_step {
-    bool want;                 /* asked for (the job, else the site) */
-    bool up;                   /* the node's agent serves the tasks */
-    pid_t pid;                 /* the agent */
-    unsigned long long started;
-    int events_fd;             /* the agent's standard input; -1: none */
-    struct agent_watch *watch; /* its death told to the node's tasks (agent_watch.h) */
-    uint16_t port;             /* the agent's loopback port */
-    char master_addr[256];     /* the step's real MASTER_ADDR, for the runtime */
-    char error[COHORT_ERR_LEN]; /* asked for and not had: each task fails with it */
-    char note[COHORT_ERR_LEN];  /* asked for where it does not apply: said once */
+/* The most the node's last task's end waits for the agent's "bye": its
+ * goodbye's flush (0.5 s at most) and, on the holder's node, the holder's
+ * settle window (0.3 s) and its word to every node, with room for a
+ * loaded node. */
+#define NODE_AGENT_BYE_MS 3000
+
+struct node_agent {
+    bool up;                    /* started and answered: it serves the node */
+    bool watching;              /* started for the watch (it sends "end" lines) */
+    pid_t pid;                  /* the agent */
+    unsigned long long started; /* its start time, against pid reuse */
+    int events_fd;              /* the agent's standard input; -1: none */
+    struct agent_watch *guard;  /* the thread reading the agent's side */
+    uint32_t n_tasks;           /* the node's tasks */
+    uint32_t n_ended;           /* those that ended */
+    uint16_t port;              /* its loopback port (its answer's "port N") */
+    char dir[256];              /* its directory for the NCCL profiler
+                                   (its answer's "dir PATH"), "" unwatched */
+    char error[COHORT_ERR_LEN]; /* not started: each task fails with it */
 };
 
-/* The job's choice: --cohort-store (opt_given; opt NULL without a value)
- * over COHORT_STORE (env) over the site's store=. */
-int store_step_want(const struct plugin_args *args, const char *env, bool opt_given,
-                    const char *opt, bool *out, struct cohort_err *err);
+/* The agent's record, the part every agent gets (NAME=VALUE each): what
+ * the job's environment says of the step (its layout, secret, timeout),
+ * the step's ids and the node's global ranks from step->node_ranks, and
+ * whether it is verbose. 0, or -1 when out of memory. */
+int node_agent_record(spank_t sp, const struct cohort_step *step, bool verbose,
+                      struct envlist *record);
 
-/* slurmstepd, user_init, once per node, after the node's plan: what the
- * job asked (srun_store: srun's COHORT_STORE; opt: --cohort-store) and,
- * when it wants the store, the agent started as the job's user with its
- * record (NAME=VALUE lines: the step's layout with the node's global
- * ranks from step->node_ranks, secret, the holder's host
- * and port, the timeout), its port read. Nothing is started when the job
- * set MASTER_ADDR or MASTER_PORT itself. */
-void store_step_start(struct store_step *s, spank_t sp, const struct plugin_args *args,
-                      const char *srun_store, bool opt_given, const char *opt,
-                      const struct cohort_step *step, const struct cohort_node_plan *plan,
-                      bool verbose);
+/* Clears the record, its values wiped first (the secret is among them). */
+void node_agent_record_clear(struct envlist *record);
 
-/* A task's variables: 0, or 1 when the task must fail with s->error. */
-int store_step_task(spank_t sp, struct store_step *s, uint32_t local);
+/* slurmstepd, user_init, once per node: the agent started as the job's
+ * user with record (NULL: it could not be made, for want of memory) for a
+ * node of n_tasks tasks, serving the store (store) and watching the step
+ * (watch); its answer read within COHORT_TIMEOUT (30 s at most), then its
+ * side watched. A failure lands in a->error (the tasks fail with it). */
+void node_agent_start(struct node_agent *a, spank_t sp, const struct envlist *record,
+                      bool store, bool watch, const struct cohort_step *step,
+                      uint32_t n_tasks);
 
-/* slurmstepd, task_post_fork: the node's task local was forked as pid
- * (told if the agent dies while it runs). */
-void store_step_forked(struct store_step *s, uint32_t local, pid_t pid);
+/* slurmstepd, task_post_fork: the node's task local (global rank) was
+ * forked as pid: watched from now on, and told to the agent when it
+ * watches the step. */
+void node_agent_forked(struct node_agent *a, uint32_t local, uint32_t rank, pid_t pid);
 
 /* A task of the node ended (its local id, its global rank, its wait
- * status). */
-void store_step_ended(struct store_step *s, uint32_t local, uint32_t rank, int status);
+ * status): told to the agent. After the node's last one, when the agent
+ * watches the step, waits up to NODE_AGENT_BYE_MS for its "bye": Slurm
+ * kills what is left of the node's step once this hook returns, and the
+ * agent's goodbye to the holder must be out first, or the node's end
+ * would be taken for its loss. */
+void node_agent_ended(struct node_agent *a, uint32_t local, uint32_t rank, int status);
 
-/* The step ends on this node: the watch stopped, the agent told (its
- * input closes) and reaped, killed if it does not end within 2 s. */
-void store_step_end(struct store_step *s);
+/* The step ends on this node: the thread stopped (nothing is ended by it
+ * then), the agent told (its input closes) and reaped, killed if it does
+ * not end within 2 s. */
+void node_agent_end(struct node_agent *a);
 
 #endif

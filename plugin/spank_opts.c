@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "mps_step.h"
-#include "node_agent.h"
+#include "store_step.h"
+#include "watch_step.h"
 
 struct job_opts job_opts = {.mode = -1};
 struct plugin_args site_args;
@@ -15,7 +16,8 @@ void job_opts_free(void)
 {
     free(job_opts.mps);
     free(job_opts.store);
-    job_opts.mps = job_opts.store = NULL;
+    free(job_opts.watch);
+    job_opts.mps = job_opts.store = job_opts.watch = NULL;
 }
 
 int job_mode(const char *env, enum cohort_plugin_mode *m, struct cohort_err *err)
@@ -96,6 +98,23 @@ static int opt_store_cb(int val, const char *optarg, int remote)
     return 0;
 }
 
+static int opt_watch_cb(int val, const char *optarg, int remote)
+{
+    unsigned stall_s;
+    struct cohort_err err;
+    (void)val;
+    optarg = option_value(optarg);
+    if (watch_step_want(&site_args, NULL, true, optarg, &stall_s, &err) < 0) {
+        if (!remote)
+            slurm_error("cohort: %s", err.msg);
+        return -1;
+    }
+    free(job_opts.watch);
+    job_opts.watch = optarg ? strdup(optarg) : NULL;
+    job_opts.watch_given = true;
+    return 0;
+}
+
 struct spank_option cohort_options[] = {
     {"cohort", "MODE",
      "cohort: off, env (variables only), train or infer (variables, GPU, CPU and memory "
@@ -110,6 +129,10 @@ struct spank_option cohort_options[] = {
      "cohort: serve PyTorch's store (init_process_group's env:// rendezvous) from cohort's "
      "node agents, authenticated, instead of a TCPStore on rank 0",
      2, 0, opt_store_cb},
+    {"cohort-watch", "[SECONDS|yes|no]",
+     "cohort: in train mode, end the step with one line naming the rank or node when a rank "
+     "dies, a node is lost, or a rank keeps the others waiting SECONDS (default 120)",
+     2, 0, opt_watch_cb},
     SPANK_OPTIONS_TABLE_END,
 };
 

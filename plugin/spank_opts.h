@@ -1,5 +1,5 @@
 /* spank_opts.h - the plugin's options (--cohort, --cohort-verbose,
- * --cohort-mps, --cohort-store) as srun, sbatch and salloc take them: each
+ * --cohort-mps, --cohort-store, --cohort-watch) as srun, sbatch and salloc take them: each
  * checked when given (a bad value fails srun in one line; in slurmstepd it
  * is the tasks that say so), kept for the SPANK callbacks. */
 #ifndef COHORT_SPANK_OPTS_H
@@ -17,6 +17,8 @@ struct job_opts {
     char *mps;         /* its value, NULL without one */
     bool store_given;  /* --cohort-store[=VALUE] */
     char *store;       /* its value, NULL without one */
+    bool watch_given;  /* --cohort-watch[=VALUE] */
+    char *watch;       /* its value, NULL without one */
 };
 
 extern struct job_opts job_opts;

@@ -3,10 +3,12 @@
  * the topology and plans the node once, and starts the step's MPS daemon
  * and node agent when asked; in each task (task_init) it sets the
  * variables and binds CPUs and memory; it follows the tasks' forks and
- * exits, and ends it all in exit. A job that did not ask (mode off) is
- * never touched; an internal error costs one warning line and the task
- * runs without cohort, unless the admin set strict=yes. It owns
- * slurmstepd's state, one struct from user_init to the forked tasks. */
+ * exits, and ends it all in exit. The node agent is started when the
+ * step serves PyTorch's store or is watched (either, or both). A job that
+ * did not ask (mode off) is never touched; an internal error costs one
+ * warning line and the task runs without cohort, unless the admin set
+ * strict=yes. It owns slurmstepd's state, one struct from user_init to
+ * the forked tasks. */
 #include "spank_slurmstepd.h"
 
 #include <stdio.h>
@@ -25,11 +27,13 @@
 #include "spank_env.h"
 #include "spank_opts.h"
 #include "spank_srun.h"
-#include "step.h"
 #include "node_agent.h"
+#include "step.h"
+#include "store_step.h"
 #include "text_file.h"
 #include "topo_cache.h"
 #include "topology.h"
+#include "watch_step.h"
 
 #define BATCH_OR_SPECIAL_STEP 0xfffffff0u /* batch, extern, interactive steps */
 
@@ -47,13 +51,15 @@ struct stepd_state {
     double setup_ms;           /* user_init's work on this node */
     char *srun_mode;           /* COHORT_MODE as srun saw it, or NULL */
     struct mps_step mps;       /* the step's MPS daemon on this node */
-    struct store_step store;   /* the step's node agent (PyTorch's store) */
+    struct store_step store;   /* what the job asked of PyTorch's store */
+    struct watch_step watch;   /* what the job asked of the step watch */
+    struct node_agent agent;   /* the step's node agent, for the store or the watch */
     bool cache_stale;          /* discovered: write the cache at the end */
     char topo_note[300];       /* where the topology came from, for verbose */
     uint32_t exited;           /* the node's tasks that ended */
 };
 
-static struct stepd_state stepd = {.mode = PLUGIN_MODE_OFF, .store = {.events_fd = -1}};
+static struct stepd_state stepd = {.mode = PLUGIN_MODE_OFF, .agent = {.events_fd = -1}};
 
 static const char *const gpu_vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS",
                                        "CUDA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE"};
@@ -257,6 +263,29 @@ static void setup_mps(struct stepd_state *st, spank_t sp, const char *srun_mps)
     free(v);
 }
 
+/* The step's node agent on this node: what the job asked of the store
+ * and of the watch, the agent started with the record lines of each when
+ * either needs it. */
+static void setup_agent(struct stepd_state *st, spank_t sp, const char *srun_store,
+                        const char *srun_watch)
+{
+    store_step_choose(&st->store, sp, &site_args, srun_store, job_opts.store_given,
+                      job_opts.store, st->plan);
+    watch_step_choose(&st->watch, sp, &site_args, srun_watch, job_opts.watch_given,
+                      job_opts.watch, st->mode);
+    bool store = st->store.serve, watch = st->watch.stall_s > 0;
+    if ((!store && !watch) || st->plan->n_tasks == 0)
+        return;
+    struct envlist r;
+    envlist_init(&r);
+    int rc = node_agent_record(sp, &st->step, st->verbose, &r);
+    rc |= store_step_record(&st->store, st->plan, &r);
+    rc |= watch_step_record(&st->watch, &st->step, st->plan, st->topo, &site_args, store, &r);
+    node_agent_start(&st->agent, sp, rc == 0 ? &r : NULL, store, watch, &st->step,
+                     st->plan->n_tasks);
+    node_agent_record_clear(&r);
+}
+
 void stepd_user_init(spank_t sp, bool args_ok)
 {
     struct stepd_state *st = &stepd;
@@ -268,6 +297,7 @@ void stepd_user_init(spank_t sp, bool args_ok)
         return; /* the batch script and extern steps are not a parallel step */
     char *secret = take_env(sp, SRUN_SECRET), *srun_verbose = take_env(sp, SRUN_VERBOSE);
     char *srun_mps = take_env(sp, SRUN_MPS), *srun_store = take_env(sp, SRUN_STORE);
+    char *srun_watch = take_env(sp, SRUN_WATCH);
     free(st->srun_mode);
     st->srun_mode = take_env(sp, SRUN_MODE);
     if (!args_ok)
@@ -294,8 +324,7 @@ void stepd_user_init(spank_t sp, bool args_ok)
         slurm_verbose("cohort: job %u: %s", st->step.job_id, err.msg); /* the tasks say it */
     } else {
         setup_mps(st, sp, srun_mps);
-        store_step_start(&st->store, sp, &site_args, srun_store, job_opts.store_given,
-                         job_opts.store, &st->step, st->plan, st->verbose);
+        setup_agent(st, sp, srun_store, srun_watch);
     }
 out:
     if (secret)
@@ -304,6 +333,24 @@ out:
     free(srun_verbose);
     free(srun_mps);
     free(srun_store);
+    free(srun_watch);
+}
+
+/* task_init's part of the store and the watch: -1 when the task must fail
+ * (one line said: the agent asked for and not had, a bad choice, variables
+ * not set), else 0 after each one's note and variables. */
+static int agent_task(struct stepd_state *st, spank_t sp, uint32_t local)
+{
+    const char *why = NULL;
+    if (st->agent.error[0] && (st->store.serve || st->watch.stall_s))
+        why = st->agent.error;
+    else if (store_step_task(sp, &st->store, &st->agent, local))
+        why = st->store.error;
+    else if (watch_step_task(sp, &st->watch, &st->agent, local))
+        why = st->watch.error;
+    if (why)
+        slurm_error("cohort: %s", why);
+    return why ? -1 : 0;
 }
 
 /* Plans again, for the task in hand, when it sees other GPU variables than
@@ -344,10 +391,8 @@ int stepd_task_init(spank_t sp)
     const struct cohort_task_plan *t = &st->plan->tasks[local];
     if (apply_env(t, set_var, sp) != 0)
         return task_problem("cannot set the task's variables", "some of them");
-    if (store_step_task(sp, &st->store, (uint32_t)local) == 1) { /* asked for: never without */
-        slurm_error("cohort: %s", st->store.error);
+    if (agent_task(st, sp, (uint32_t)local) < 0) /* asked for: never without */
         return -1;
-    }
     char note[1024] = "", mps_note[256];
     if (st->mode != PLUGIN_MODE_ENV &&
         apply_binding(st->topo, t, site_args.membind, note, sizeof note, &err) < 0 &&
@@ -374,9 +419,10 @@ void stepd_task_post_fork(spank_t sp)
     struct stepd_state *st = &stepd;
     pid_t pid;
     int local;
-    if (st->store.up && spank_get_item(sp, S_TASK_ID, &local) == ESPANK_SUCCESS &&
-        spank_get_item(sp, S_TASK_PID, &pid) == ESPANK_SUCCESS && local >= 0)
-        store_step_forked(&st->store, (uint32_t)local, pid);
+    if (st->agent.up && spank_get_item(sp, S_TASK_ID, &local) == ESPANK_SUCCESS &&
+        spank_get_item(sp, S_TASK_PID, &pid) == ESPANK_SUCCESS && local >= 0 &&
+        (uint32_t)local < st->plan->n_tasks)
+        node_agent_forked(&st->agent, (uint32_t)local, st->step.node_ranks[local], pid);
 }
 
 void stepd_task_exit(spank_t sp)
@@ -384,10 +430,10 @@ void stepd_task_exit(spank_t sp)
     struct stepd_state *st = &stepd;
     uint32_t local = 0, rank;
     int status, task;
-    if (st->store.up && spank_get_item(sp, S_TASK_ID, &task) == ESPANK_SUCCESS &&
+    if (st->agent.up && spank_get_item(sp, S_TASK_ID, &task) == ESPANK_SUCCESS &&
         spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) == ESPANK_SUCCESS &&
         spank_get_item(sp, S_TASK_EXIT_STATUS, &status) == ESPANK_SUCCESS)
-        store_step_ended(&st->store, (uint32_t)task, rank, status);
+        node_agent_ended(&st->agent, (uint32_t)task, rank, status);
     if (st->mps.up && spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local) == ESPANK_SUCCESS &&
         ++st->exited >= local)
         mps_step_end(&st->mps);
@@ -398,7 +444,7 @@ void stepd_exit(void)
     struct stepd_state *st = &stepd;
     struct cohort_err err;
     mps_step_end(&st->mps);
-    store_step_end(&st->store);
+    node_agent_end(&st->agent);
     if (st->cache_stale && geteuid() == 0 &&
         topo_cache_refresh(site_args.topology_cache, &err) < 0)
         slurm_verbose("cohort: %s", err.msg);

@@ -10,16 +10,18 @@
 /* user_init, once per node before the tasks fork: srun's SRUN_* variables
  * taken out of the job's environment, then, for a parallel step whose mode
  * is not off, the step's secret, the node's plan, its MPS daemon and node
- * agent. args_ok is false when the plugstack arguments were refused: the
- * step then runs without cohort. A problem is kept for each task to say. */
+ * agent (for the store or the watch). args_ok is false when the plugstack
+ * arguments were refused: the step then runs without cohort. A problem is
+ * kept for each task to say. */
 void stepd_user_init(spank_t sp, bool args_ok);
 
-/* task_init, in each task: its variables, its binding, its MPS and store
- * variables, and the verbose line. 0, or -1 when the task must fail
- * (strict=yes, or a store asked for and not had). */
+/* task_init, in each task: its variables, its binding, its MPS, store
+ * and watch variables, and the verbose line. 0, or -1 when the task must
+ * fail (strict=yes, or a store or watch asked for and not had). */
 int stepd_task_init(spank_t sp);
 
-/* task_post_fork: the task's pid, for the node agent's watch. */
+/* task_post_fork: the task's pid, watched from slurmstepd (agent_watch.h)
+ * and told to the node agent when the step is watched. */
 void stepd_task_post_fork(spank_t sp);
 
 /* task_exit: the node agent told; after the node's last task, the step's

@@ -1,5 +1,5 @@
 /* spank_srun.c - the plugin's srun side (see spank_srun.h): it checks the
- * job's --cohort, COHORT_MODE, MPS and store choices before the
+ * job's --cohort, COHORT_MODE, MPS, store and watch choices before the
  * allocation, and just before the launch passes srun's COHORT_* variables
  * and the step's secret to slurmstepd. It owns srun's state, one struct. */
 #include "spank_srun.h"
@@ -13,7 +13,8 @@
 #include "base_text.h"
 #include "mps_step.h"
 #include "spank_opts.h"
-#include "node_agent.h"
+#include "store_step.h"
+#include "watch_step.h"
 
 /* srun's state: the secret made once per srun (64 hex digits), or empty. */
 struct srun_state {
@@ -28,11 +29,14 @@ int srun_check_options(void)
     enum cohort_plugin_mode m;
     struct mps_args want;
     bool store_on;
+    unsigned stall_s;
     if (job_mode(getenv("COHORT_MODE"), &m, &err) < 0 ||
         (m != PLUGIN_MODE_OFF &&
          (mps_step_want(&site_args, getenv("COHORT_MPS"), job_opts.mps_given, job_opts.mps, &want, &err) < 0 ||
           store_step_want(&site_args, getenv("COHORT_STORE"), job_opts.store_given, job_opts.store, &store_on,
-                          &err) < 0))) {
+                          &err) < 0 ||
+          watch_step_want(&site_args, getenv("COHORT_WATCH"), job_opts.watch_given, job_opts.watch,
+                          &stall_s, &err) < 0))) {
         slurm_error("cohort: %s", err.msg);
         return -1;
     }
@@ -80,12 +84,14 @@ void srun_pass_on(bool args_ok)
     unsetenv(SRUN_VERBOSE);
     unsetenv(SRUN_MPS);
     unsetenv(SRUN_STORE);
+    unsetenv(SRUN_WATCH);
     if (!args_ok)
         return;
     forward("COHORT_MODE", SRUN_MODE);
     forward("COHORT_VERBOSE", SRUN_VERBOSE);
     forward("COHORT_MPS", SRUN_MPS);
     forward("COHORT_STORE", SRUN_STORE);
+    forward("COHORT_WATCH", SRUN_WATCH);
     if (job_mode(getenv("COHORT_MODE"), &m, &err) < 0 || m == PLUGIN_MODE_OFF ||
         site_args.secret_munge)
         return; /* secret=munge: nothing secret in the launch message */

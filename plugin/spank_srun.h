@@ -17,9 +17,10 @@
 #define SRUN_VERBOSE "SLURM_COHORT_SRUN_VERBOSE" /* srun's COHORT_VERBOSE */
 #define SRUN_MPS "SLURM_COHORT_SRUN_MPS"         /* srun's COHORT_MPS */
 #define SRUN_STORE "SLURM_COHORT_SRUN_STORE"     /* srun's COHORT_STORE */
+#define SRUN_WATCH "SLURM_COHORT_SRUN_WATCH"     /* srun's COHORT_WATCH */
 
-/* slurm_spank_init_post_opt in srun: the mode, MPS and store the job
- * chose. 0, or -1 after one error line naming the bad value (srun fails). */
+/* slurm_spank_init_post_opt in srun: the mode, MPS, store and watch the
+ * job chose. 0, or -1 after one error line naming the bad value (srun fails). */
 int srun_check_options(void);
 
 /* slurm_spank_local_user_init: the SRUN_* variables for slurmstepd, the

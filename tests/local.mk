@@ -55,9 +55,18 @@ tests_unit_test_mps_daemon_LDADD = runtime/apply/libcohort_apply.la $(UNIT_LDADD
 check_PROGRAMS += tests/unit/test_agent_watch
 TESTS += tests/unit/test_agent_watch
 tests_unit_test_agent_watch_SOURCES = tests/unit/test_agent_watch.c plugin/agent_watch.c \
-	plugin/mps_proc.c
+	plugin/task_tell.c plugin/mps_proc.c
 tests_unit_test_agent_watch_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/plugin
 tests_unit_test_agent_watch_LDADD = -lpthread
+# The plugin's part of the step watch: the job's choice, the agent's record
+# lines, the tasks' variables.
+check_PROGRAMS += tests/unit/test_watch_step
+TESTS += tests/unit/test_watch_step
+tests_unit_test_watch_step_SOURCES = tests/unit/test_watch_step.c plugin/watch_step.c \
+	plugin/plugin_args.c plugin/spank_env.c
+tests_unit_test_watch_step_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/plugin \
+	-DCOHORT_NCCL_PROFILER_PATH='"$(pkglibdir)/libcohort-nccl-profiler.so"'
+tests_unit_test_watch_step_LDADD = runtime/apply/libcohort_apply.la $(UNIT_LDADD)
 endif
 tests_unit_test_mps_LDADD = $(UNIT_LDADD)
 tests_unit_test_mps_CPPFLAGS = $(tests_unit_test_plan_CPPFLAGS)

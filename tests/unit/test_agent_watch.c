@@ -1,23 +1,32 @@
-/* test_agent_watch.c - the plugin's watch of the node agent (agent_watch.c)
- * with real task processes, as slurmstepd drives it: a socketpair stands
- * for the agent's input, and closing its other end is the agent's death.
- * Checked: a task whose stderr takes no line (poll calls it writable, the
- * write blocks: here a pipe nobody reads with less room than the line, as
- * a pty with a little room or a file on a hung FUSE or NFS mount) neither
- * hangs the telling nor the watch's stop; a task that has exited before
- * the telling is neither told nor counted; the line is written with the
- * job's user's ids (65534 when the test runs as root). The node's log
- * (slurm_info, caught here) says how many tasks were told. No check waits
- * on time: each waits on an event, and alarm() only guards a hang. */
+/* test_agent_watch.c - the plugin's watch of the node agent (agent_watch.c,
+ * task_tell.c) with real task processes, as slurmstepd drives it: a
+ * socketpair stands for the agent's input, closing its other end is the
+ * agent's death, and writing on it is the agent's lines. Checked: a task
+ * whose stderr takes no line (poll calls it writable, the write blocks:
+ * here a pipe nobody reads with less room than the line, as a pty with a
+ * little room or a file on a hung FUSE or NFS mount) neither hangs the
+ * telling nor the watch's stop; a task that has exited before the telling
+ * is neither told nor counted; the line is written with the job's user's
+ * ids (65534 when the test runs as root); without the step watch no task
+ * is ended, whatever the agent says. With the step watch: "end 1
+ * TEXT" writes TEXT into one task's stderr, once, and ends the tasks with
+ * SIGTERM; a task that ignores SIGTERM gets SIGKILL; "end 0" writes
+ * nothing; only the first end counts, and lines that are no end are
+ * ignored; the agent's death ends the tasks after telling them; its "bye"
+ * (and its death) lets a wait for it go; the step's end kills nothing. The node's log (slurm_info, caught here) says
+ * what was done. No check waits on time: each waits on an event (a task's
+ * end, a pipe's end, a log line), and alarm() only guards a hang. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <slurm/spank.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +38,7 @@
 #define HANG_GUARD_S 60 /* the test's own deadline: only a hang reaches it */
 #define PIPE_ROOM 4096  /* the stuck task's stderr pipe */
 #define NOBODY 65534
+#define LINE_READ 2047  /* the longest line agent_watch.c reads (LINE_CAP - 1) */
 
 static int log_pipe[2];
 
@@ -59,6 +69,7 @@ static pid_t task(int err_fd)
 {
     pid_t pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* A test killed by its guard leaves no task. */
         dup2(err_fd, 2);
         syscall(SYS_close_range, 3U, ~0U, 0U); /* The agent's pair above all: no copy of it. */
         for (;;)
@@ -100,7 +111,7 @@ static void stuck_start(struct stuck *s)
     memset(s->line, 'x', 3 * PIPE_ROOM);
     s->line[3 * PIPE_ROOM] = '\0';
     struct mps_user u = user();
-    s->w = agent_watch_start(s->agent[0], 1, s->line, &u);
+    s->w = agent_watch_start(s->agent[0], 1, s->line, &u, false);
     s->task = task(s->err[1]);
     close(s->err[1]);
     agent_watch_task(s->w, 0, s->task);
@@ -161,7 +172,7 @@ static void test_running_only(void)
     }
     char log[1024];
     struct mps_user u = user();
-    struct agent_watch *w = agent_watch_start(agent[0], 2, "the agent died", &u);
+    struct agent_watch *w = agent_watch_start(agent[0], 2, "the agent died", &u, false);
     pid_t gone = fork();
     if (gone == 0) {
         dup2(err0[1], 2);
@@ -174,6 +185,8 @@ static void test_running_only(void)
     waitid(P_PID, (id_t)gone, &info, WEXITED | WNOWAIT); /* exited, not reaped */
     agent_watch_task(w, 0, gone);
     agent_watch_task(w, 1, t);
+    /* Not watched: an "end" line is no more than any other. */
+    (void)!write(agent[1], "end 1 not watched\n", 18);
     close(agent[1]);
     char got[64] = "", cbuf[CMSG_SPACE(sizeof(struct ucred))];
     struct iovec v = {got, sizeof got - 1};
@@ -194,11 +207,247 @@ static void test_running_only(void)
        !strstr(log, "first one not told"),
        "the task that had exited is neither told nor counted (%s)", log);
     agent_watch_stop(w);
+    ok(waitpid(t, NULL, WNOHANG) == 0, "unwatched: the agent's end line and death end no task");
     waitpid(gone, NULL, 0);
     end_task(t);
     close(err0[0]);
     close(err1[0]);
     close(agent[0]);
+}
+
+/* A task of a watched node: a process that waits to be killed, its
+ * stderr on err_fd, ignoring SIGTERM when deaf; it says on ready when its
+ * signals are set, so that no signal comes before. */
+static pid_t watched_task(int err_fd, bool deaf)
+{
+    int ready[2];
+    if (pipe(ready) < 0) {
+        printf("Bail out! %s\n", strerror(errno));
+        exit(1);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (deaf)
+            signal(SIGTERM, SIG_IGN);
+        (void)!write(ready[1], "", 1);
+        dup2(err_fd, 2);
+        syscall(SYS_close_range, 3U, ~0U, 0U);
+        for (;;)
+            pause();
+    }
+    char b;
+    close(ready[1]);
+    (void)!read(ready[0], &b, 1);
+    close(ready[0]);
+    return pid;
+}
+
+#define NODE_TASKS 2
+
+/* A watched node of NODE_TASKS tasks, each with its stderr a pipe. */
+struct node {
+    int agent[2];
+    int err[NODE_TASKS];
+    pid_t task[NODE_TASKS];
+    struct agent_watch *w;
+};
+
+/* The watch started with the step watch on, then the tasks forked (the
+ * last one deaf to SIGTERM when deaf). */
+static void node_start(struct node *n, bool deaf)
+{
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, n->agent) < 0) {
+        printf("Bail out! %s\n", strerror(errno));
+        exit(1);
+    }
+    struct mps_user u = user();
+    n->w = agent_watch_start(n->agent[0], NODE_TASKS, "the agent died", &u, true);
+    for (int i = 0; i < NODE_TASKS; i++) {
+        int p[2];
+        if (pipe(p) < 0) {
+            printf("Bail out! %s\n", strerror(errno));
+            exit(1);
+        }
+        n->task[i] = watched_task(p[1], deaf && i == NODE_TASKS - 1);
+        close(p[1]);
+        n->err[i] = p[0];
+        agent_watch_task(n->w, (uint32_t)i, n->task[i]);
+    }
+}
+
+/* The agent's lines. */
+static void say(const struct node *n, const char *lines)
+{
+    (void)!write(n->agent[1], lines, strlen(lines));
+}
+
+/* The signal that ended task i (reaped here), or 0 if it did not die of one. */
+static int died_of(const struct node *n, int i)
+{
+    int status = 0;
+    waitpid(n->task[i], &status, 0);
+    return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+}
+
+/* All that the node's tasks wrote in their stderr, in task order, once
+ * every writer has let go of it. */
+static void stderr_text(const struct node *n, char *buf, size_t cap)
+{
+    size_t used = 0;
+    for (int i = 0; i < NODE_TASKS; i++)
+        for (ssize_t r = 1; r > 0 && used + 1 < cap; used += r > 0 ? (size_t)r : 0)
+            r = read(n->err[i], buf + used, cap - 1 - used);
+    buf[used] = '\0';
+}
+
+/* text with its newlines as '|', for a TAP line. */
+static const char *flat(char *text)
+{
+    for (char *c = text; *c; c++)
+        if (*c == '\n')
+            *c = '|';
+    return text;
+}
+
+/* The watch stopped, and whether the node's log then holds no more lines. */
+static bool node_end(struct node *n)
+{
+    agent_watch_stop(n->w);
+    for (int i = 0; i < NODE_TASKS; i++)
+        close(n->err[i]);
+    close(n->agent[0]);
+    close(n->agent[1]);
+    char b;
+    fcntl(log_pipe[0], F_SETFL, O_NONBLOCK);
+    bool quiet = read(log_pipe[0], &b, 1) < 0 && errno == EAGAIN;
+    fcntl(log_pipe[0], F_SETFL, 0);
+    return quiet;
+}
+
+/* "end 1 TEXT": TEXT in one task's stderr, once, and SIGTERM to all. */
+static void test_end_tell(void)
+{
+    struct node n;
+    char log[1024], err[256];
+    node_start(&n, false);
+    say(&n, "end 1 cohort: rank 3 (n2) exited with status 1 at 12:00:03; ending the step\n");
+    int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
+    ok(sig0 == SIGTERM && sig1 == SIGTERM, "end 1: every task ends by SIGTERM (%d, %d)", sig0,
+       sig1);
+    stderr_text(&n, err, sizeof err);
+    bool once = !strcmp(err, "cohort: rank 3 (n2) exited with status 1 at 12:00:03; ending the "
+                             "step\n");
+    ok(once, "end 1: the line is written once, in one task's stderr (%s)", flat(err));
+    next_log(log, sizeof log);
+    ok(!strcmp(log, "cohort: watch: ending the node's 2 tasks: cohort: rank 3 (n2) exited with "
+                    "status 1 at 12:00:03; ending the step"),
+       "the node's log says it in one line (%s)", log);
+    ok(!agent_watch_wait_bye(n.w, 0), "after its end, the agent's bye is still waited for");
+    say(&n, "bye\n");
+    ok(agent_watch_wait_bye(n.w, -1), "and read when it comes");
+    ok(node_end(&n), "and in no other");
+}
+
+/* "end 0": no line; a task deaf to SIGTERM gets SIGKILL after the grace. */
+static void test_end_kill(void)
+{
+    struct node n;
+    char log[1024], err[256];
+    node_start(&n, true);
+    say(&n, "end 0 cohort: node n1 (ranks 0-1) has not been heard from for 10 s; ending the "
+            "step\n");
+    int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
+    ok(sig0 == SIGTERM, "end 0: the task ends by SIGTERM (%d)", sig0);
+    ok(sig1 == SIGKILL, "a task that ignores SIGTERM is killed by SIGKILL (%d)", sig1);
+    stderr_text(&n, err, sizeof err);
+    bool none = !err[0];
+    ok(none, "end 0: no line in any task's stderr (%s)", flat(err));
+    next_log(log, sizeof log);
+    ok(strstr(log, "cohort: watch: ending the node's 2 tasks (1 of them needed SIGKILL): "
+                   "cohort: node n1"),
+       "the node's log counts the SIGKILL (%s)", log);
+    ok(node_end(&n), "and says nothing more");
+}
+
+/* Lines that are no end are ignored, and only the first end counts. */
+static void test_first_end_only(void)
+{
+    struct node n;
+    char log[1024], err[256], too_long[LINE_READ + 16];
+    /* A line longer than the watch reads (2,047 bytes) is dropped whole: its
+     * tail, here an end line of its own, too. */
+    memset(too_long, 'x', LINE_READ);
+    snprintf(too_long + LINE_READ, sizeof too_long - LINE_READ, "end 1 hidden\n");
+    node_start(&n, false);
+    say(&n, "hello\nend 2 two\nend\nendx 1 y\nend 10 ten\nEND 1 up\n");
+    say(&n, too_long);
+    say(&n, "end 1 first\nend 1 second\n");
+    int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
+    stderr_text(&n, err, sizeof err);
+    bool first = !strcmp(err, "first\n") && sig0 == SIGTERM && sig1 == SIGTERM;
+    ok(first, "no other line is an end, and only the first end is written (%s)", flat(err));
+    next_log(log, sizeof log);
+    ok(!strcmp(log, "cohort: watch: ending the node's 2 tasks: first"), "one log line (%s)", log);
+    ok(node_end(&n), "the second end is ignored: nothing more in the log");
+}
+
+/* With the step watch, the agent's death is told, then the tasks ended. */
+static void test_death_ends(void)
+{
+    struct node n;
+    char log[1024], err[256];
+    node_start(&n, false);
+    close(n.agent[1]);
+    n.agent[1] = -1;
+    int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
+    ok(sig0 == SIGTERM && sig1 == SIGTERM, "the agent's death: every task ends by SIGTERM");
+    stderr_text(&n, err, sizeof err);
+    bool told = !strcmp(err, "the agent died\nthe agent died\n");
+    ok(told, "after each was told of it (%s)", flat(err));
+    next_log(log, sizeof log);
+    ok(strstr(log, "cohort: watch: the node agent died while the step was running: 2 of the "
+                   "node's 2 running tasks were told so"),
+       "the node's log says they were told (%s)", log);
+    next_log(log, sizeof log);
+    ok(!strcmp(log, "cohort: watch: ending the node's 2 tasks: the node agent died while the "
+                    "step was running"),
+       "and ended (%s)", log);
+    ok(agent_watch_wait_bye(n.w, -1), "the agent's death lets a wait for its bye go");
+    node_end(&n);
+}
+
+/* The agent's "bye" lets the node's last task's hook go on, and only it. */
+static void test_bye(void)
+{
+    struct node n;
+    node_start(&n, false);
+    ok(!agent_watch_wait_bye(n.w, 0) && !agent_watch_wait_bye(NULL, -1),
+       "no bye yet: a wait goes on (and none on no watch)");
+    say(&n, "bye\n");
+    ok(agent_watch_wait_bye(n.w, -1) && agent_watch_wait_bye(n.w, 0),
+       "the agent's bye lets it go, for good");
+    bool quiet = node_end(&n);
+    bool alive = true;
+    for (int i = 0; i < NODE_TASKS; i++) {
+        alive = alive && waitpid(n.task[i], NULL, WNOHANG) == 0;
+        end_task(n.task[i]);
+    }
+    ok(alive && quiet, "a bye ends nothing");
+}
+
+/* The step's end on the node (the watch stopped) kills nothing. */
+static void test_stop_kills_nothing(void)
+{
+    struct node n;
+    node_start(&n, false);
+    bool quiet = node_end(&n);
+    bool alive = true;
+    for (int i = 0; i < NODE_TASKS; i++) {
+        alive = alive && waitpid(n.task[i], NULL, WNOHANG) == 0;
+        end_task(n.task[i]);
+    }
+    ok(alive && quiet, "the watch stopped: every task still runs, and the log is quiet");
 }
 
 int main(void)
@@ -212,5 +461,11 @@ int main(void)
     test_deadline();
     test_stop();
     test_running_only();
+    test_end_tell();
+    test_end_kill();
+    test_first_end_only();
+    test_death_ends();
+    test_bye();
+    test_stop_kills_nothing();
     return tap_done();
 }
