@@ -271,6 +271,10 @@ EXTRA_DIST += tests/store-limits.sh tests/store/store_limits.py tests/store/coho
 EXTRA_DIST += tests/store-local.sh tests/store.sh tests/store/store_ops.py tests/store/store_queue.py \
 	tests/store/store_kill.py tests/store/store_agent_dies.py tests/store/store_stranger.py \
 	tests/store/stranger.py tests/store/store_client.py tests/store/store_pg.py
+# The step watch under real Slurm: a rank killed or stopped, a node's link
+# lost, a slow step, a stranger, the option's sources.
+TESTS += tests/watch.sh
+EXTRA_DIST += tests/watch.sh tests/watch/watch_loop.py
 TESTS += tests/python.sh tests/python-cluster.sh
 EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \
