@@ -16,3 +16,12 @@ TESTS += tests/unit/test_watch tests/unit/test_watch_text
 tests_unit_test_watch_LDADD = runtime/watch/libcohort_watch.la $(UNIT_LDADD)
 tests_unit_test_watch_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_watch_text_LDADD = runtime/watch/libcohort_watch.la $(UNIT_LDADD) $(JANSSON_LIBS)
+
+## The holder's part of the watch at 1,024 and 16,384 nodes, simulated: the
+## real watch fed as the store holder feeds it, on a simulated clock (`make
+## bench/watch_sim`; bench/watch-sim.sh). bench/watch-bench.sh measures the
+## watch on the test cluster.
+check_PROGRAMS += bench/watch_sim
+bench_watch_sim_LDADD = runtime/watch/libcohort_watch.la runtime/base/libcohort_base.la
+bench_watch_sim_LDFLAGS = -no-install
+EXTRA_DIST += bench/watch-sim.sh bench/watch-bench.sh

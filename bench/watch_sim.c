@@ -1,0 +1,562 @@
+/* watch_sim.c - the step watch's store holder at 1,024 and 16,384 nodes,
+ * simulated: the real watch (runtime/watch/watch.h) fed in the order the
+ * holder feeds it (runtime/coord/watch_holder.c) with what the node agents
+ * send (runtime/agent/node_watch.c), on a simulated clock. Nothing here
+ * opens a socket; the CPU time measured is the watch's own.
+ *
+ * The model, in simulated microseconds:
+ * - NODES nodes of 8 ranks; each rank in two communicators: the world and
+ *   its group, node-local ("node": one communicator per node, as a tensor
+ *   parallel group of 8) or across nodes ("dp": the ranks of one local
+ *   index, 8 groups of NODES ranks). The training loop starts at 2 s; each
+ *   rank then runs a step every 1 / RATE s: its group's collective, then
+ *   the world's half a step later, each completed a fifth of a step after
+ *   its start; each rank is up to 5 ms behind the step's time.
+ * - Each node's agent connects at a time of its own within the first second
+ *   (watch_node_joined, then its WATCH_NODE frame) and then, every second
+ *   from that time, sends a beat, a STOP frame for a rank whose stopped
+ *   state changed and a COLL frame for each of its ranks' communicators
+ *   whose counts changed: node_watch_tick's order. A burst arrives 100 us
+ *   after it was sent. A rank's end is sent as it happens (STORE_ENDED).
+ * - The holder is its loop (store_service.c): a turn handles every frame
+ *   that has arrived (watch_node_heard, then the op's call), then
+ *   watch_holder_tick's part (a beat to every agent each second,
+ *   watch_check, watch_next). A turn costs the watch's CPU time, measured
+ *   here as it runs, plus a model of the net's work: WAKE_US a turn,
+ *   READ_US a burst read, FRAME_US a frame, READ_US + FRAME_US a beat sent
+ *   (the work coordinator's costs, bench/coord-cost.sh: 14, 10, 2 by
+ *   default; 0 0 0 leaves the watch alone). The next turn starts when this
+ *   one ends or when a frame arrives or a wait is due, whichever is later:
+ *   a busy holder reads more frames a turn.
+ * - The cases, at 10.37 s: "healthy" (no event, 35 s: no verdict may come);
+ *   "silent" (the victim's node sends nothing more, its link not closed;
+ *   every rank stops in the collective it is in); "killed" (the victim
+ *   ends by signal 9; every other rank exits with status 1 within 0.1-0.6 s
+ *   of it, as Gloo's peers fail); "hung" (the victim starts no further
+ *   collective, running); "stopped" (the same, its /proc state T). In
+ *   "hung" and "stopped" each other rank goes on until it waits for a
+ *   collective the victim never starts, as a synchronous loop does. The
+ *   victim: rank 8 x NODES / 2 + 3.
+ *
+ * Prints one Markdown row: nodes, ranks, communicators, the case; frames
+ * in, beats out and turns a second, frames a turn (from 5 s to the end);
+ * the watch's CPU in the second of the first reports (ms); its CPU as a
+ * share of a core (mean from 5 s, then watch_check and watch_next's part of
+ * it, then the busiest second from 5 s); the net's modelled share and the
+ * holder's whole; the time from the event to the verdict and the time the
+ * design gives; the verdict and whether it names the victim; the holder's
+ * sockets (one per node) against the issue's ~1,100; the simulator's wall.
+ * Exits 1 when a healthy run gets a verdict or a case gets none or the
+ * wrong one.
+ *
+ *   bench/watch_sim NODES [node|dp [CASE [RATE [STALL_S [WAKE_US READ_US FRAME_US]]]]]
+ *   (node, healthy, 20 collectives a second a communicator, 30, 14 10 2) */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "watch.h"
+
+#define PER_NODE 8
+#define LAT_US 100
+#define START_US 2000000  /* the training loop's first collective */
+#define WARM_S 5          /* costs are averaged from here */
+#define HEALTHY_S 35
+#define EVENT_US 10370000 /* the case's event */
+#define MAX_S 4096
+#define SOCKETS_BOUND 1100
+
+enum kase { HEALTHY, SILENT, KILLED, HUNG, STOPPED };
+static const char *const kase_names[] = {"healthy", "silent", "killed", "hung", "stopped"};
+enum ev_kind { EV_JOIN, EV_TICK, EV_KILL, EV_CASCADE };
+enum frame_op { F_JOIN, F_NODE, F_BEAT, F_STOP, F_COLL, F_ENDED };
+
+struct ev {
+    int64_t t; /* when the agent sends */
+    uint32_t node, kind;
+};
+
+struct frame {
+    uint32_t node, rank, op, nranks, crank;
+    uint64_t comm, started, completed;
+    int status;
+    int64_t wall;
+};
+
+/* What a rank's agent last sent of it. */
+struct rank_agent {
+    uint64_t sent[4]; /* group started, completed; world started, completed */
+    bool reported, stopped, ended;
+};
+
+struct sim {
+    uint32_t nodes, ranks, victim;
+    bool dp;
+    enum kase kase;
+    int64_t period, stall_ms, end;
+    double wake_us, read_us, frame_us;
+    struct watch *w;
+    struct ev *heap;
+    size_t n_heap;
+    struct frame *f;
+    size_t n_f, cap_f;
+    struct rank_agent *ra;
+    int64_t t, next_beat, next_due;
+    double cpu[MAX_S], net[MAX_S], check_cpu; /* s, by simulated second */
+    long frames, bursts, turns, beats;        /* from WARM_S */
+    double clock_cost;
+    bool got;
+    struct watch_verdict v;
+    int64_t verdict_at;
+};
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
+
+static double clock_s(clockid_t id)
+{
+    struct timespec t;
+    clock_gettime(id, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* ---- the event queue: a binary heap by time ---- */
+
+static bool ev_before(const struct ev *a, const struct ev *b)
+{
+    return a->t < b->t || (a->t == b->t && a->node < b->node);
+}
+
+static void ev_push(struct sim *s, int64_t t, uint32_t node, uint32_t kind)
+{
+    size_t i = s->n_heap++;
+    struct ev e = {t, node, kind};
+    while (i > 0 && ev_before(&e, &s->heap[(i - 1) / 2])) {
+        s->heap[i] = s->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    s->heap[i] = e;
+}
+
+static struct ev ev_pop(struct sim *s)
+{
+    struct ev top = s->heap[0], last = s->heap[--s->n_heap];
+    size_t i = 0;
+    for (;;) {
+        size_t k = 2 * i + 1;
+        if (k >= s->n_heap)
+            break;
+        if (k + 1 < s->n_heap && ev_before(&s->heap[k + 1], &s->heap[k]))
+            k++;
+        if (!ev_before(&s->heap[k], &last))
+            break;
+        s->heap[i] = s->heap[k];
+        i = k;
+    }
+    if (s->n_heap)
+        s->heap[i] = last;
+    return top;
+}
+
+/* ---- the ranks' counts ---- */
+
+/* Rank r's counts at t in a healthy run: group started, completed, world
+ * started, completed. */
+static void healthy(const struct sim *s, uint32_t r, int64_t t, uint64_t c[4])
+{
+    int64_t u = t - START_US - (int64_t)(mix(r) % 5000);
+    memset(c, 0, 4 * sizeof *c);
+    if (u < 0)
+        return;
+    uint64_t k = (uint64_t)(u / s->period);
+    int64_t f = u % s->period, done = s->period / 5, half = s->period / 2;
+    c[0] = k + 1;
+    c[1] = k + (f >= done);
+    c[2] = k + (f >= half);
+    c[3] = k + (f >= half + done);
+}
+
+static bool same_group(const struct sim *s, uint32_t a, uint32_t b)
+{
+    return s->dp ? a % PER_NODE == b % PER_NODE : a / PER_NODE == b / PER_NODE;
+}
+
+/* Where rank r ends up waiting once the victim starts nothing more: the
+ * victim's own collectives complete; its group's peers wait in the next
+ * group collective it does not start, every other rank in the next world
+ * one. */
+static void frozen(const struct sim *s, uint32_t r, uint64_t f[4])
+{
+    uint64_t v[4];
+    healthy(s, s->victim, EVENT_US, v);
+    uint64_t a = v[0];
+    if (v[2] == a) { /* its last was world collective a */
+        uint64_t vic[4] = {a, a, a, a}, peer[4] = {a + 1, a, a, a},
+                 other[4] = {a + 1, a + 1, a + 1, a};
+        memcpy(f, r == s->victim ? vic : same_group(s, r, s->victim) ? peer : other,
+               sizeof vic);
+    } else { /* its last was group collective a */
+        uint64_t vic[4] = {a, a, a - 1, a - 1}, other[4] = {a, a, a, a - 1};
+        memcpy(f, r == s->victim ? vic : other, sizeof vic);
+    }
+}
+
+static void counts(const struct sim *s, uint32_t r, int64_t t, uint64_t c[4])
+{
+    if (s->kase == SILENT && t >= EVENT_US)
+        t = EVENT_US; /* every rank stops in the collective it is in */
+    healthy(s, r, t, c);
+    if ((s->kase != HUNG && s->kase != STOPPED) || t < EVENT_US)
+        return;
+    uint64_t f[4];
+    frozen(s, r, f);
+    for (int i = 0; i < 4; i++)
+        c[i] = c[i] < f[i] ? c[i] : f[i];
+}
+
+/* ---- the agents ---- */
+
+static struct frame *frame_add(struct sim *s, uint32_t node, uint32_t op, uint32_t rank)
+{
+    if (s->n_f == s->cap_f) {
+        s->cap_f = s->cap_f ? 2 * s->cap_f : 4096;
+        if (!(s->f = realloc(s->f, s->cap_f * sizeof *s->f))) {
+            fprintf(stderr, "watch_sim: out of memory\n");
+            exit(2);
+        }
+    }
+    struct frame *f = &s->f[s->n_f++];
+    *f = (struct frame){.node = node, .op = op, .rank = rank};
+    return f;
+}
+
+/* Rank r's COLL frames for the counts c that changed since last sent. */
+static void coll_frames(struct sim *s, uint32_t r, const uint64_t c[4])
+{
+    struct rank_agent *ra = &s->ra[r];
+    for (int i = 0; i < 2; i++) {
+        if (ra->reported && c[2 * i] == ra->sent[2 * i] && c[2 * i + 1] == ra->sent[2 * i + 1])
+            continue;
+        struct frame *f = frame_add(s, r / PER_NODE, F_COLL, r);
+        bool group = i == 0;
+        f->comm = group ? mix(s->dp ? 1000000 + r % PER_NODE : 2000000 + r / PER_NODE)
+                        : mix(3000000);
+        f->nranks = !group ? s->ranks : s->dp ? s->nodes : PER_NODE;
+        f->crank = !group ? r : s->dp ? r / PER_NODE : r % PER_NODE;
+        f->started = c[2 * i];
+        f->completed = c[2 * i + 1];
+        ra->sent[2 * i] = c[2 * i];
+        ra->sent[2 * i + 1] = c[2 * i + 1];
+    }
+    ra->reported = true;
+}
+
+/* Node n's agent at its second's tick: node_watch_tick's frames. */
+static void agent_tick(struct sim *s, uint32_t n, int64_t t)
+{
+    if (s->kase == SILENT && n == s->victim / PER_NODE && t >= EVENT_US)
+        return; /* silent from now on, and never heard again */
+    frame_add(s, n, F_BEAT, n);
+    for (uint32_t r = n * PER_NODE; r < (n + 1) * PER_NODE; r++) {
+        struct rank_agent *ra = &s->ra[r];
+        if (ra->ended)
+            continue;
+        bool stopped = s->kase == STOPPED && r == s->victim && t >= EVENT_US;
+        if (stopped != ra->stopped) {
+            frame_add(s, n, F_STOP, r)->status = stopped;
+            ra->stopped = stopped;
+        }
+        if (t < START_US || !s->period)
+            continue;
+        uint64_t c[4];
+        counts(s, r, t, c);
+        coll_frames(s, r, c);
+    }
+    ev_push(s, t + 1000000, n, EV_TICK);
+}
+
+/* Ends rank r at t with status: its agent reports it at once and no more. */
+static void rank_end(struct sim *s, uint32_t r, int status, int64_t t)
+{
+    struct frame *f = frame_add(s, r / PER_NODE, F_ENDED, r);
+    f->status = status;
+    f->wall = 1700000000000 + t / 1000;
+    s->ra[r].ended = true;
+}
+
+/* Turns each event sent by t - LAT_US into its frames; counts the bursts. */
+static long collect(struct sim *s)
+{
+    long bursts = 0;
+    while (s->n_heap && s->heap[0].t + LAT_US <= s->t) {
+        struct ev e = ev_pop(s);
+        bursts++;
+        if (e.kind == EV_JOIN) {
+            frame_add(s, e.node, F_JOIN, e.node);
+            frame_add(s, e.node, F_NODE, e.node);
+            ev_push(s, e.t + 1000000, e.node, EV_TICK);
+        } else if (e.kind == EV_TICK) {
+            agent_tick(s, e.node, e.t);
+        } else if (e.kind == EV_KILL) {
+            rank_end(s, s->victim, 9, e.t);
+        } else {
+            for (uint32_t r = e.node * PER_NODE; r < (e.node + 1) * PER_NODE; r++)
+                if (!s->ra[r].ended)
+                    rank_end(s, r, 1 << 8, e.t);
+        }
+    }
+    return bursts;
+}
+
+/* ---- the holder ---- */
+
+/* One frame, as watch_holder_frame hands it to the watch. */
+static void handle(struct sim *s, const struct frame *f, int64_t now)
+{
+    if (f->op == F_JOIN) {
+        watch_node_joined(s->w, f->node, now);
+        return;
+    }
+    watch_node_heard(s->w, f->node, now);
+    if (f->op == F_STOP)
+        watch_task_stopped(s->w, f->rank, f->status == 1, now);
+    else if (f->op == F_COLL && watch_progress(s->w, f->rank, f->comm, f->nranks, f->crank,
+                                               f->started, f->completed, WATCH_OP_ALLREDUCE,
+                                               now) < 0)
+        fprintf(stderr, "watch_sim: a report of rank %u was refused\n", f->rank);
+    else if (f->op == F_ENDED)
+        watch_task_ended(s->w, f->rank, f->status, f->wall, now);
+}
+
+/* watch_holder_tick's part: the beats due (counted), the verdict, the next
+ * wake-up. Returns the beats sent. */
+static long holder_tick(struct sim *s, int64_t now)
+{
+    long beats = 0;
+    if (now >= s->next_beat) {
+        beats = s->nodes;
+        s->next_beat = now + WATCH_BEAT_MS;
+    }
+    struct watch_verdict v;
+    if (!s->got && watch_check(s->w, now, &v) == 1) {
+        s->got = true;
+        s->v = v;
+    }
+    s->next_due = watch_next(s->w, now);
+    return beats;
+}
+
+/* One turn of the holder's loop at s->t; returns its cost (us). */
+static double turn(struct sim *s)
+{
+    s->n_f = 0;
+    long bursts = collect(s);
+    double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    for (size_t i = 0; i < s->n_f; i++)
+        handle(s, &s->f[i], s->t / 1000);
+    double c1 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    double net = s->wake_us + s->read_us * (double)bursts + s->frame_us * (double)s->n_f;
+    double frames_us = (c1 - c0 - s->clock_cost) * 1e6 + net;
+    long beats = holder_tick(s, (s->t + (int64_t)frames_us) / 1000);
+    double c2 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    net += (s->read_us + s->frame_us) * (double)beats;
+    double cpu = c2 - c0 - 2 * s->clock_cost;
+    cpu = cpu > 0 ? cpu : 0;
+    int64_t sec = s->t / 1000000;
+    if (sec < MAX_S) {
+        s->cpu[sec] += cpu;
+        s->net[sec] += net / 1e6;
+    }
+    if (sec >= WARM_S) {
+        s->check_cpu += c2 - c1 > s->clock_cost ? c2 - c1 - s->clock_cost : 0;
+        s->frames += (long)s->n_f;
+        s->bursts += bursts;
+        s->beats += beats;
+        s->turns++;
+    }
+    return cpu * 1e6 + net;
+}
+
+/* The holder's loop until the end or the verdict. */
+static void run(struct sim *s)
+{
+    s->next_due = INT64_MAX;
+    while (s->t < s->end) {
+        double cost = turn(s);
+        if (s->got) {
+            s->verdict_at = s->t + (int64_t)cost;
+            return;
+        }
+        int64_t next = s->next_beat * 1000;
+        if (s->next_due < INT64_MAX / 1000 && s->next_due * 1000 < next)
+            next = s->next_due * 1000;
+        if (s->n_heap && s->heap[0].t + LAT_US < next)
+            next = s->heap[0].t + LAT_US;
+        int64_t busy = s->t + (int64_t)(cost + 0.5);
+        s->t = busy > next ? busy : next;
+    }
+}
+
+/* ---- the report ---- */
+
+/* What the design gives for the case, from the event (s). */
+static void expected(const struct sim *s, char *b, size_t n)
+{
+    double stall = (double)s->stall_ms / 1000;
+    if (s->kase == HEALTHY)
+        snprintf(b, n, "no verdict in %d s", HEALTHY_S);
+    else if (s->kase == SILENT)
+        snprintf(b, n, "%.0f-%.0f (10 s after its last beat)",
+                 (WATCH_LOST_MS - WATCH_BEAT_MS) / 1000.0, WATCH_LOST_MS / 1000.0);
+    else if (s->kase == KILLED)
+        snprintf(b, n, "%.1f (the settle window)", WATCH_SETTLE_MS / 1000.0);
+    else if (s->kase == HUNG && !s->period)
+        snprintf(b, n, "no verdict (no counts)");
+    else
+        snprintf(b, n, "%.0f-%.0f (stall + up to a report)", stall, stall + 1);
+}
+
+/* Whether the verdict is the one the case must give, and names the victim. */
+static bool right(const struct sim *s)
+{
+    const struct watch_verdict *v = &s->v;
+    bool named = false;
+    for (uint32_t i = 0; i < v->n_ranks && i < WATCH_RANKS_MAX; i++)
+        named = named || v->ranks[i] == s->victim;
+    switch (s->kase) {
+    case HEALTHY: return !s->got;
+    case SILENT: return s->got && v->kind == WATCH_NODE_LOST && v->node == s->victim / PER_NODE;
+    case KILLED: return s->got && v->kind == WATCH_DIED && v->n_ranks == 1 && named;
+    case HUNG: return s->period ? s->got && v->kind == WATCH_NOT_JOINED && named : !s->got;
+    default: return s->got && (v->kind == WATCH_STOPPED || v->kind == WATCH_NOT_JOINED) && named;
+    }
+}
+
+static const char *kind_name(enum watch_kind k)
+{
+    static const char *const names[] = {"none", "died", "node_lost", "stopped", "not_joined",
+                                        "not_completed"};
+    return names[k];
+}
+
+static void report(const struct sim *s, double wall)
+{
+    int64_t last = s->t / 1000000 < MAX_S ? s->t / 1000000 : MAX_S - 1;
+    double sum = 0, net = 0, most = 0, secs = (double)(s->t - WARM_S * 1000000) / 1e6;
+    for (int64_t i = WARM_S; i <= last; i++) {
+        sum += s->cpu[i];
+        net += s->net[i];
+        most = s->cpu[i] > most ? s->cpu[i] : most;
+    }
+    char exp[64], got[96] = "none", at[32] = "-";
+    expected(s, exp, sizeof exp);
+    if (s->got) {
+        snprintf(got, sizeof got, "%s: %" PRIu32 " rank%s from %" PRIu32, kind_name(s->v.kind),
+                 s->v.n_ranks, s->v.n_ranks == 1 ? "" : "s", s->v.ranks[0]);
+        snprintf(at, sizeof at, "%.3f", (double)(s->verdict_at - EVENT_US) / 1e6);
+    }
+    char comms[64] = "none (no NCCL)";
+    if (s->period)
+        snprintf(comms, sizeof comms, "%s: %u", s->dp ? "world + 8 across nodes" : "world + 1 a node",
+                 s->dp ? 9 : s->nodes + 1);
+    printf("| %u | %u | %s | %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f %% | %.2f %% | "
+           "%.2f %% | %.1f %% | %.1f %% | %s | %s | %s | %s | %u (%s ~%u) | %.1f |\n",
+           s->nodes, s->ranks, comms, kase_names[s->kase], (double)s->frames / secs,
+           (double)s->beats / secs, (double)s->turns / secs,
+           s->turns ? (double)s->frames / (double)s->turns : 0.0, s->cpu[START_US / 1000000] * 1e3,
+           100 * sum / secs, 100 * s->check_cpu / secs, 100 * most, 100 * net / secs,
+           100 * (sum + net) / secs, at, exp, got, right(s) ? "yes" : "NO", s->nodes,
+           s->nodes + 1 > SOCKETS_BOUND ? "over" : "within", SOCKETS_BOUND, wall);
+}
+
+/* ---- setup ---- */
+
+static int setup(struct sim *s, int argc, char **argv)
+{
+    static const char *const usage =
+        "usage: watch_sim NODES (2-65536) [node|dp [healthy|silent|killed|hung|stopped "
+        "[RATE [STALL_S [WAKE_US READ_US FRAME_US]]]]]\n";
+    s->nodes = argc > 1 ? (uint32_t)strtoul(argv[1], NULL, 10) : 0;
+    s->dp = argc > 2 && strcmp(argv[2], "dp") == 0;
+    s->kase = (enum kase)5;
+    for (int k = 0; k < 5; k++)
+        if (strcmp(argc > 3 ? argv[3] : "healthy", kase_names[k]) == 0)
+            s->kase = (enum kase)k;
+    double rate = argc > 4 ? strtod(argv[4], NULL) : 20;
+    s->stall_ms = (argc > 5 ? strtol(argv[5], NULL, 10) : 30) * 1000;
+    s->wake_us = argc > 8 ? strtod(argv[6], NULL) : 14;
+    s->read_us = argc > 8 ? strtod(argv[7], NULL) : 10;
+    s->frame_us = argc > 8 ? strtod(argv[8], NULL) : 2;
+    if (s->nodes < 2 || s->nodes > 65536 || (argc > 2 && !s->dp && strcmp(argv[2], "node")) ||
+        s->kase > STOPPED || rate < 0 || rate > 500 || s->stall_ms < 1000 ||
+        s->stall_ms > 3600000) {
+        fputs(usage, stderr);
+        return -1;
+    }
+    s->ranks = s->nodes * PER_NODE;
+    s->victim = s->nodes / 2 * PER_NODE + 3;
+    s->period = rate > 0 ? (int64_t)(1e6 / rate) : 0;
+    s->end = s->kase == HEALTHY ? HEALTHY_S * 1000000
+             : s->kase == SILENT || s->kase == KILLED ? EVENT_US + 30000000
+                                                      : EVENT_US + s->stall_ms * 1000 + 20000000;
+    uint32_t *rank_node = malloc(s->ranks * sizeof *rank_node);
+    s->ra = calloc(s->ranks, sizeof *s->ra);
+    s->heap = malloc((2 * (size_t)s->nodes + 1) * sizeof *s->heap);
+    for (uint32_t r = 0; rank_node && r < s->ranks; r++)
+        rank_node[r] = r / PER_NODE;
+    if (rank_node && s->ra && s->heap)
+        s->w = watch_new(s->ranks, s->nodes, rank_node, s->stall_ms);
+    free(rank_node);
+    if (!s->w) {
+        fprintf(stderr, "watch_sim: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* The agents' connections and, by case, the victim's event and its
+ * cascade. */
+static void schedule(struct sim *s)
+{
+    for (uint32_t n = 0; n < s->nodes; n++)
+        ev_push(s, (int64_t)(mix(n + 7) % 1000000), n, EV_JOIN);
+    if (s->kase != KILLED)
+        return;
+    ev_push(s, EVENT_US, s->victim / PER_NODE, EV_KILL);
+    for (uint32_t n = 0; n < s->nodes; n++)
+        ev_push(s, EVENT_US + 100000 + (int64_t)(mix(n + 11) % 500000), n, EV_CASCADE);
+}
+
+/* What one CLOCK_PROCESS_CPUTIME_ID reading costs, taken off each measure. */
+static double clock_cost(void)
+{
+    double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    for (int i = 0; i < 9999; i++)
+        (void)clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    return (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / 10000;
+}
+
+int main(int argc, char **argv)
+{
+    double wall0 = clock_s(CLOCK_MONOTONIC);
+    static struct sim s;
+    if (setup(&s, argc, argv) < 0)
+        return 2;
+    s.clock_cost = clock_cost();
+    schedule(&s);
+    run(&s);
+    report(&s, clock_s(CLOCK_MONOTONIC) - wall0);
+    bool ok = right(&s);
+    watch_free(s.w);
+    free(s.ra);
+    free(s.heap);
+    free(s.f);
+    return ok ? 0 : 1;
+}
