@@ -333,6 +333,8 @@ static void handle(struct sim *s, const struct frame *f, int64_t now)
         fprintf(stderr, "watch_sim: a report of rank %u was refused\n", f->rank);
     else if (f->op == F_ENDED)
         watch_task_ended(s->w, f->rank, f->status, f->wall, now);
+    if (f->op == F_ENDED && f->status != 0)
+        s->next_due = now; /* A death is looked at as it comes, as the holder does. */
 }
 
 /* watch_holder_tick's part: the beats due (counted), the verdict, the next
@@ -344,12 +346,17 @@ static long holder_tick(struct sim *s, int64_t now)
         beats = s->nodes;
         s->next_beat = now + WATCH_BEAT_MS;
     }
+    /* The holder looks at the watch when it may have something due, and
+     * at least every WATCH_LOOK_MS (watch_holder.c: 100 ms). */
+    if (now < s->next_due)
+        return beats;
     struct watch_verdict v;
     if (!s->got && watch_check(s->w, now, &v) == 1) {
         s->got = true;
         s->v = v;
     }
-    s->next_due = watch_next(s->w, now);
+    int64_t due = watch_next(s->w, now);
+    s->next_due = due < now + 100 ? due : now + 100;
     return beats;
 }
 
@@ -387,7 +394,7 @@ static double turn(struct sim *s)
 /* The holder's loop until the end or the verdict. */
 static void run(struct sim *s)
 {
-    s->next_due = INT64_MAX;
+    s->next_due = 0;
     while (s->t < s->end) {
         double cost = turn(s);
         if (s->got) {

@@ -144,6 +144,19 @@ rc=$?
     [ ! -e "$work/slow/verdict.json" ]
 ok $? "--cohort-watch=3, rank 2 computing 8 s in one step while the others wait in all_reduce: never named, the run ends well (srun $rc; $(grep -c '^done' "$tmp/slow") done; $(why "$tmp/slow"))"
 
+# --- steps that end at once ----------------------------------------------------
+# n2's one task ends before its agent's link to the holder is up, and Slurm
+# kills what is left of the step there right after: a goodbye must still get
+# out first, or n2 is taken for lost.
+bad=0
+for i in $(seq 15); do
+    SLURM_TIMELIMIT=2 "$cluster" exec "$dir" head timeout 100 \
+        srun -N2 -n4 --cohort=train --cohort-watch --export="$env" /bin/true >"$tmp/quick" 2>"$tmp/quick.err" &&
+        [ "$(lines quick)" = 0 ] || { bad=$((bad + 1)); cp "$tmp/quick.err" "$tmp/quick-bad.err"; }
+done
+[ "$bad" = 0 ]
+ok $? "15 watched steps of /bin/true on 3 + 1 tasks: none ended by the watch ($bad were; $(head -c 200 "$tmp/quick-bad.err" 2>/dev/null))"
+
 # --- a stranger ----------------------------------------------------------------
 # The user nobody tries PyTorch's TCPStore client on every port the step's
 # processes listen on (the holder's among them), while the watch runs.

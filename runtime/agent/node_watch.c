@@ -35,6 +35,9 @@ struct watched_task {
     uint32_t rank;
     pid_t pid;                /* 0: not forked yet, or ended */
     bool ended;
+    bool told;                /* its end was sent to the holder */
+    uint32_t status;          /* its wait status, once ended */
+    int64_t wall;             /* and the wall clock then */
     bool stopped;             /* as last reported */
     struct watch_shm_reader *rec;
     struct watch_shm_slot sent[WATCH_SHM_COMMS]; /* the counts last reported */
@@ -52,7 +55,8 @@ struct node_watch {
     int64_t started_wall;     /* the wall clock (ms) at the agent's start */
     bool over;                /* the holder said it ends as asked */
     bool ended;               /* a verdict was passed to the plugin */
-    bool left;                /* every task of the node ended: goodbye said */
+    bool left;                /* every task of the node ended */
+    bool bye_sent;            /* and the holder was told so */
     bool ack_over;            /* the plugin is told "bye" once the holder says it ends */
 };
 
@@ -133,7 +137,10 @@ static void leave(struct agent *a)
 {
     struct node_watch *w = a->watch;
     w->left = true;
-    if (a->up_ready) {
+    if (!a->up_ready && !a->up_error[0])
+        return; /* The link is still being made: the goodbye follows it. */
+    if (a->up_ready && !w->bye_sent) {
+        w->bye_sent = true;
         agent_up_send(a, STORE_WATCH_BYE, a->step.node_id, NULL, 0, NULL, 0);
         net_flush(a->net, base_now_ms() + 500);
     }
@@ -143,25 +150,41 @@ static void leave(struct agent *a)
         ack();
 }
 
+/* Sends the ends of the node's tasks not sent yet (those that came before
+ * the link was up). */
+static void tell_ends(struct agent *a)
+{
+    struct node_watch *w = a->watch;
+    for (uint32_t i = 0; a->up_ready && i < w->n_t; i++) {
+        struct watched_task *t = &w->t[i];
+        if (!t->ended || t->told)
+            continue;
+        uint8_t b[12];
+        wire_put32(b, t->status);
+        wire_put64(b + 4, (uint64_t)t->wall);
+        t->told = agent_up_send(a, STORE_ENDED, t->rank, b, 12, NULL, 0) == 0;
+    }
+}
+
 void node_watch_ended(struct agent *a, uint32_t rank, uint32_t status)
 {
-    uint8_t b[12];
-    wire_put32(b, status);
     if (!a->watch) {
+        uint8_t b[4];
+        wire_put32(b, status);
         agent_up_send(a, STORE_ENDED, rank, b, 4, NULL, 0);
         return;
     }
-    wire_put64(b + 4, (uint64_t)wall_ms());
-    agent_up_send(a, STORE_ENDED, rank, b, 12, NULL, 0);
     struct node_watch *w = a->watch;
     uint32_t ended = 0;
     for (uint32_t i = 0; i < w->n_t; i++) {
-        if (w->t[i].rank == rank) {
-            w->t[i].pid = 0;
-            w->t[i].ended = true;
+        struct watched_task *t = &w->t[i];
+        if (t->rank == rank && !t->ended) {
+            *t = (struct watched_task){.rank = rank, .ended = true, .status = status,
+                                       .wall = wall_ms(), .rec = t->rec};
         }
-        ended += w->t[i].ended;
+        ended += t->ended;
     }
+    tell_ends(a);
     if (ended == w->n_t && !w->left)
         leave(a);
 }
@@ -177,6 +200,9 @@ void node_watch_connected(struct agent *a)
     agent_up_send(a, STORE_WATCH_NODE, a->step.node_id, (const uint8_t *)host, hl,
                   (const uint8_t *)a->watch->gpus, gl);
     a->watch->heard = base_now_ms();
+    tell_ends(a);
+    if (a->watch->left)
+        leave(a);
 }
 
 void node_watch_heard(struct agent *a, int64_t now)
@@ -278,7 +304,7 @@ static void holder_lost(struct agent *a, bool closed, int64_t since, int64_t now
 void node_watch_link_down(struct agent *a)
 {
     struct node_watch *w = a->watch;
-    if (w && w->ack_over)
+    if (w && (w->ack_over || (w->left && !w->bye_sent)))
         ack(); /* The holder is gone: nothing more to wait for. */
     if (w)
         w->ack_over = false;

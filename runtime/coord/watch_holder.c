@@ -12,6 +12,11 @@
 #include "watch.h"
 #include "watch_text.h"
 
+/* The longest the holder goes without looking at the watch. Reports make
+ * nothing due sooner than a stall (a second at least), except a death (its
+ * settle window) and a closed link, which are looked at as they come. */
+#define WATCH_LOOK_MS 100
+
 struct watch_holder {
     const struct coord_config *cfg;
     struct net_conn **agent;   /* the holder's, per node */
@@ -21,6 +26,7 @@ struct watch_holder {
     int64_t next_beat;
     int64_t death_at;          /* when the first death was reported; 0: none */
     int64_t over_at;           /* when the watch's end is told; 0: not asked */
+    int64_t next_check;        /* when the watch is looked at next (the caller's clock) */
     bool verdict_sent;
     bool over;
 };
@@ -67,6 +73,7 @@ void watch_holder_joined(struct watch_holder *wh, uint32_t node, int64_t now)
 void watch_holder_closed(struct watch_holder *wh, uint32_t node, int64_t now)
 {
     watch_node_closed(wh->w, node, now);
+    wh->next_check = now;
 }
 
 /* Sends op with the head 0 and p to node's agent, if connected. Returns
@@ -167,7 +174,7 @@ int watch_holder_frame(struct watch_holder *wh, uint32_t node, uint16_t op, uint
         if (len != 12 || !ours(wh, node, c))
             return 0; /* The store reads it alone. */
         if (wire_get32(rest) != 0 && !wh->death_at)
-            wh->death_at = now;
+            wh->death_at = wh->next_check = now;
         watch_task_ended(wh->w, c, (int)wire_get32(rest), (int64_t)wire_get64(rest + 4), now);
         return 0; /* The store notes it too. */
     default:
@@ -220,11 +227,18 @@ int64_t watch_holder_tick(struct watch_holder *wh, int64_t now)
                 return -1;
         wh->next_beat = now + WATCH_BEAT_MS;
     }
+    /* The watch is looked at when it said something may be due, a link
+     * closed or a death came, and at least every WATCH_LOOK_MS: a look walks
+     * every communicator, and the loop turns once per round of frames. */
     struct watch_verdict v;
-    if (!wh->verdict_sent && !wh->over && watch_check(wh->w, now, &v) == 1) {
-        wh->verdict_sent = true;
-        if (send_verdict(wh, &v) < 0)
-            return -1;
+    if (now >= wh->next_check) {
+        if (!wh->verdict_sent && !wh->over && watch_check(wh->w, now, &v) == 1) {
+            wh->verdict_sent = true;
+            if (send_verdict(wh, &v) < 0)
+                return -1;
+        }
+        int64_t due = watch_next(wh->w, now);
+        wh->next_check = due < now + WATCH_LOOK_MS ? due : now + WATCH_LOOK_MS;
     }
     if (wh->over_at && !wh->over && now >= wh->over_at) {
         wh->over = true;
@@ -232,7 +246,7 @@ int64_t watch_holder_tick(struct watch_holder *wh, int64_t now)
             if (send_to(wh, n, STORE_WATCH_OVER, NULL, 0) < 0)
                 return -1;
     }
-    int64_t next = watch_next(wh->w, now);
+    int64_t next = wh->next_check;
     if (next > wh->next_beat)
         next = wh->next_beat;
     if (wh->over_at && !wh->over && next > wh->over_at)
