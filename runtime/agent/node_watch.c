@@ -232,6 +232,12 @@ static void end_tasks(struct agent *a, bool tell, bool alone, const char *line,
     if (w->ended)
         return;
     w->ended = true;
+    /* The plugin is told first: the file may be on a network filesystem
+     * that hangs while the network is lost, and the tasks' end must not
+     * wait for it. */
+    char out[1200];
+    int n = snprintf(out, sizeof out, "end %d %.1100s\n", tell ? 1 : 0, line);
+    (void)!send(0, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (tell && w->file[0] && json && *json && !(alone && written_since_start(w))) {
         int fd = open(w->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd >= 0) {
@@ -240,9 +246,6 @@ static void end_tasks(struct agent *a, bool tell, bool alone, const char *line,
             close(fd);
         }
     }
-    char out[1200];
-    int n = snprintf(out, sizeof out, "end %d %.1100s\n", tell ? 1 : 0, line);
-    (void)!send(0, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 bool node_watch_frame(struct agent *a, uint16_t op, const uint8_t *rest, size_t len)
@@ -339,6 +342,8 @@ static void report_progress(struct agent *a, struct watched_task *t)
     unsigned n = watch_shm_read(t->rec, now);
     for (unsigned i = 0; i < n; i++) {
         const struct watch_shm_slot *s = &now[i];
+        if (s->nranks > a->step.num_tasks)
+            continue; /* a launcher's workers inside the task: not the step's ranks */
         if (s->started == t->sent[i].started && s->completed == t->sent[i].completed &&
             t->sent[i].nranks)
             continue;
@@ -360,6 +365,10 @@ void node_watch_tick(struct agent *a, int64_t now)
     struct node_watch *w = a->watch;
     if (!w || w->ended || now < w->next_tick)
         return;
+    /* A tick seconds late means the agent was stopped (a suspended step
+     * stops it with the holder): that time is not the holder's silence. */
+    if (w->next_tick && now - w->next_tick > WATCH_PAUSE_MS)
+        w->heard += now - w->next_tick;
     w->next_tick = now + WATCH_BEAT_MS;
     if (!a->up_ready)
         return;

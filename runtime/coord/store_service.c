@@ -358,6 +358,8 @@ static void on_events(struct store_holder *sh, struct net_event *ev, int n)
         struct net_conn *c = ev[i].c;
         if (c->state != NET_READY || sh->agent[c->c.node] != c)
             continue;
+        if (sh->watch && (ev[i].what & NET_EV_DATA))
+            watch_holder_heard(sh->watch, c->c.node, base_now_ms());
         if (ev[i].what & (NET_EV_DATA | NET_EV_CLOSED))
             serve(sh, c, ev[i].what & NET_EV_CLOSED);
         if ((ev[i].what & NET_EV_CLOSED) && sh->agent[c->c.node] == c)
@@ -387,6 +389,8 @@ static int service_run(void *svc, struct net *net, struct cohort_err *err)
         int n = net_poll(net, (int)wait, &ev, err);
         if (n < 0)
             return -1;
+        if (sh->watch)
+            watch_holder_woke(sh->watch, base_now_ms());
         on_events(sh, ev, n);
         if (sh->oom)
             return cohort_fail(err, "out of memory");

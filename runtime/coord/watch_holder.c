@@ -27,6 +27,7 @@ struct watch_holder {
     int64_t death_at;          /* when the first death was reported; 0: none */
     int64_t over_at;           /* when the watch's end is told; 0: not asked */
     int64_t next_check;        /* when the watch is looked at next (the caller's clock) */
+    int64_t wake_by;           /* when the holder's loop is to run again at the latest */
     bool verdict_sent;
     bool over;
 };
@@ -68,6 +69,11 @@ void watch_holder_free(struct watch_holder *wh)
 void watch_holder_joined(struct watch_holder *wh, uint32_t node, int64_t now)
 {
     watch_node_joined(wh->w, node, now);
+}
+
+void watch_holder_heard(struct watch_holder *wh, uint32_t node, int64_t now)
+{
+    watch_node_heard(wh->w, node, now);
 }
 
 void watch_holder_closed(struct watch_holder *wh, uint32_t node, int64_t now)
@@ -136,8 +142,12 @@ static int coll_said(struct watch_holder *wh, uint32_t c, const uint8_t *p, size
     uint64_t comm = wire_get64(p), started = wire_get64(p + 16),
              completed = wire_get64(p + 24);
     uint32_t nranks = wire_get32(p + 8), crank = wire_get32(p + 12);
+    /* A communicator the step cannot hold (a launcher inside the tasks, as
+     * torchrun under srun, whose workers outnumber the step's ranks) or
+     * counts that do not add up are not the watch's to judge: ignored,
+     * never a reason to drop the node. */
     if (nranks == 0 || nranks > wh->cfg->size || crank >= nranks || completed > started)
-        return -1;
+        return 1;
     watch_progress(wh->w, c, comm, nranks, crank, started, completed, p[32], now);
     return 1;
 }
@@ -251,5 +261,16 @@ int64_t watch_holder_tick(struct watch_holder *wh, int64_t now)
         next = wh->next_beat;
     if (wh->over_at && !wh->over && next > wh->over_at)
         next = wh->over_at;
+    wh->wake_by = next > now ? next : now;
     return next > now ? next - now : 0;
+}
+
+void watch_holder_woke(struct watch_holder *wh, int64_t now)
+{
+    /* A loop that ran WATCH_PAUSE_MS later than it asked was stopped (a
+     * suspended step stops the holder and the agents alike): that time is
+     * no one's silence. */
+    if (wh->wake_by && now - wh->wake_by > WATCH_PAUSE_MS)
+        watch_pause(wh->w, now - wh->wake_by);
+    wh->wake_by = 0;
 }

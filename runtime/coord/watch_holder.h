@@ -25,6 +25,9 @@ void watch_holder_free(struct watch_holder *wh);
 
 /* Node's agent was admitted. */
 void watch_holder_joined(struct watch_holder *wh, uint32_t node, int64_t now);
+/* Bytes came from node's agent, read now or held back (its beats count even
+ * while the holder leaves its frames unread). */
+void watch_holder_heard(struct watch_holder *wh, uint32_t node, int64_t now);
 /* Node's link closed (after its last frames were read). */
 void watch_holder_closed(struct watch_holder *wh, uint32_t node, int64_t now);
 
@@ -38,5 +41,10 @@ int watch_holder_frame(struct watch_holder *wh, uint32_t node, uint16_t op, uint
  * verdict once one is due. Returns the longest the holder may wait (ms)
  * before calling it again. -1 when out of memory. */
 int64_t watch_holder_tick(struct watch_holder *wh, int64_t now);
+
+/* The holder's loop woke at now, before it reads what came: a wake-up
+ * seconds later than watch_holder_tick asked for means the holder was
+ * stopped (a suspended step), and that time is taken off every wait. */
+void watch_holder_woke(struct watch_holder *wh, int64_t now);
 
 #endif

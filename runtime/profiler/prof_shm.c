@@ -98,8 +98,12 @@ static int open_file(int dirfd, uint32_t rank, char *why, size_t cap)
         close(fd);
         return -EPERM;
     }
-    if (st.st_size == 0 && ftruncate(fd, sizeof(struct watch_shm)) != 0) {
-        int e = errno;
+    /* The file's pages are taken now (not a sparse file grown by
+     * ftruncate), so that a full /dev/shm fails here, with a line, instead
+     * of raising SIGBUS at the first write into the mapping. */
+    int fe = st.st_size == 0 ? posix_fallocate(fd, 0, sizeof(struct watch_shm)) : 0;
+    if (fe != 0) {
+        int e = fe;
         snprintf(why, cap, "%s in COHORT_WATCH_DIR: %s", name, strerror(e));
         close(fd);
         return -e;

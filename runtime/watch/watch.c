@@ -223,10 +223,37 @@ void watch_task_stopped(struct watch *w, uint32_t rank, bool stopped, int64_t no
     }
 }
 
+void watch_pause(struct watch *w, int64_t gap_ms)
+{
+    if (gap_ms <= 0)
+        return;
+    for (uint32_t n = 0; n < w->n_nodes; n++)
+        if (w->node[n].joined && !w->node[n].lost)
+            w->node[n].last_heard = watch_after(w->node[n].last_heard, gap_ms);
+    for (uint32_t i = 0; i < w->n_stopped; i++)
+        w->rank[w->stopped[i]].stopped_since =
+            watch_after(w->rank[w->stopped[i]].stopped_since, gap_ms);
+    if (w->death_seen != NEVER)
+        w->death_seen = watch_after(w->death_seen, gap_ms);
+    watch_comms_pause(w, gap_ms);
+}
+
 /* ---- verdicts ---- */
+
+/* Whether every rank still running is stopped: Slurm suspended the step
+ * (its tasks stopped together), which is no rank's fault. */
+static bool all_stopped(const struct watch *w)
+{
+    uint32_t active = 0;
+    for (uint32_t r = 0; r < w->n_ranks && active <= w->n_stopped; r++)
+        active += watch_rank_active(w, r);
+    return active <= w->n_stopped;
+}
 
 static bool stopped_due(const struct watch *w, int64_t now, struct watch_verdict *v)
 {
+    if (w->n_stopped && all_stopped(w))
+        return false;
     uint32_t best = NONE;
     for (uint32_t i = 0; i < w->n_stopped; i++) {
         uint32_t r = w->stopped[i];
@@ -330,7 +357,8 @@ static int64_t waits_next(const struct watch *w)
     int64_t t = NEVER;
     if (w->quiet_head != NONE)
         t = watch_after(w->node[w->quiet_head].last_heard, WATCH_LOST_MS);
-    for (uint32_t i = 0; i < w->n_stopped; i++) {
+    bool suspended = w->n_stopped && all_stopped(w);
+    for (uint32_t i = 0; i < w->n_stopped && !suspended; i++) {
         int64_t due = watch_after(w->rank[w->stopped[i]].stopped_since, w->stall_ms);
         t = due < t ? due : t;
     }

@@ -10,7 +10,8 @@
  * and names the earliest death by the node's wall clock, because a rank's
  * death makes its peers' libraries fail a moment later and those are not
  * the news; a step whose every rank ended by then was ended by Slurm (scancel,
- * a time limit) and gets no verdict. A node is lost after WATCH_LOST_MS of
+ * a time limit) and gets no verdict, and so does a step whose every running
+ * rank is stopped (Slurm suspended it). A node is lost after WATCH_LOST_MS of
  * silence: ten beats missed, far above a loaded node's scheduling delays,
  * and inside the 15 s the user is promised. A rank that computes (running,
  * in no collective its peers started) is never named. */
@@ -25,6 +26,7 @@
 #define WATCH_SETTLE_MS 300  /* the first death waits this long for an earlier one */
 #define WATCH_STALL_DEFAULT_S 120
 #define WATCH_GRACE_MS 1000  /* SIGTERM, then SIGKILL this much later */
+#define WATCH_PAUSE_MS 3000  /* a holder's or agent's loop this late was stopped, not slow */
 
 /* A collective's operation, as the profiler reports it. */
 enum watch_op {
@@ -111,6 +113,12 @@ void watch_task_stopped(struct watch *w, uint32_t rank, bool stopped, int64_t no
 int watch_progress(struct watch *w, uint32_t rank, uint64_t comm, uint32_t nranks,
                    uint32_t comm_rank, uint64_t started, uint64_t completed, unsigned op,
                    int64_t now);
+
+/* The caller itself did not run for gap_ms just before now (its process was
+ * stopped: `scontrol suspend`, a gang-scheduled or preempted job, which stop
+ * the whole step with its agents): every time the watch holds moves gap_ms
+ * later, so that the pause counts as no one's silence, stop or wait. */
+void watch_pause(struct watch *w, int64_t gap_ms);
 
 /* The verdict due at now: 1 with *v the first time one is due (and never
  * again), 0 when none is. */

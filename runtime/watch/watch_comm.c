@@ -333,3 +333,22 @@ int64_t watch_comms_next(const struct watch *w)
     }
     return t;
 }
+
+/* t moved gap later, NEVER kept. */
+static int64_t later(int64_t t, int64_t gap)
+{
+    return t == NEVER ? NEVER : watch_after(t, gap);
+}
+
+void watch_comms_pause(struct watch *w, int64_t gap_ms)
+{
+    for (size_t i = 0; i < w->n_comms; i++) {
+        struct comm *c = w->comms[i];
+        for (uint32_t k = 0; k < c->peers.n; k++)
+            c->peers.r[k].t = later(c->peers.r[k].t, gap_ms);
+        for (uint32_t k = 0; k < c->all.n; k++)
+            c->all.r[k].t = later(c->all.r[k].t, gap_ms);
+        c->due_joined = later(c->due_joined, gap_ms);
+        c->due_done = later(c->due_done, gap_ms);
+    }
+}

@@ -113,6 +113,9 @@ bool watch_comms_due(const struct watch *w, int64_t now, struct watch_verdict *v
 /* The earliest time a collective wait becomes due; NEVER: none. */
 int64_t watch_comms_next(const struct watch *w);
 
+/* Moves every time the communicators hold gap_ms later (watch_pause). */
+void watch_comms_pause(struct watch *w, int64_t gap_ms);
+
 void watch_comms_free(struct watch *w);
 
 #endif

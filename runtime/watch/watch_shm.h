@@ -49,7 +49,7 @@ struct watch_shm_slot {
     unsigned op;
 };
 
-/* The agent's view of one task's record, kept mapped between reads. */
+/* The agent's view of one task's record, kept open between reads. */
 struct watch_shm_reader;
 
 /* Opens rank's record in dirfd when it is there: a regular file (no link
@@ -58,8 +58,9 @@ struct watch_shm_reader;
  * not such a record. */
 struct watch_shm_reader *watch_shm_open(int dirfd, uint32_t rank, uid_t uid);
 /* Copies the live slots into out (WATCH_SHM_COMMS entries); returns how
- * many. */
-unsigned watch_shm_read(const struct watch_shm_reader *r, struct watch_shm_slot *out);
+ * many. A slot caught changing is left out of this look, and a record
+ * shrunk since it was opened gives none. */
+unsigned watch_shm_read(struct watch_shm_reader *r, struct watch_shm_slot *out);
 void watch_shm_close(struct watch_shm_reader *r);
 
 #endif

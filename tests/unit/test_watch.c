@@ -214,6 +214,36 @@ static void stops(void)
     watch_task_ended(w, 2, 0, 0, 9999 * S);
     ok(watch_check(w, 99999 * S, &v) == 0, "a stopped rank that ended is not named");
     watch_free(w);
+
+    w = block(4, 2, false);
+    for (uint32_t r = 0; r < 4; r++)
+        watch_task_stopped(w, r, true, 1000 + r);
+    ok(watch_check(w, 1000 + 10 * STALL, &v) == 0 && watch_next(w, 1000) > 1000 + 10 * STALL,
+       "every rank stopped together (Slurm suspended the step): nobody is named");
+    watch_task_stopped(w, 0, false, 2000 + 10 * STALL);
+    ok(watch_check(w, 2000 + 10 * STALL, &v) == 1 && v.kind == WATCH_STOPPED && v.ranks[0] == 1,
+       "once one of them runs again, the others still stopped are");
+    watch_free(w);
+}
+
+/* The holder itself stopped (a suspended step stops it with its agents). */
+static void paused(void)
+{
+    struct watch *w = block(4, 2, true);
+    watch_node_heard(w, 1, 5 * S);
+    watch_task_stopped(w, 3, true, 6 * S);
+    report(w, 0, 4, 4, 5, 5, 6 * S);
+    report(w, 0, 3, 4, 6, 5, 6 * S);
+    watch_pause(w, 3600 * S);
+    ok(watch_check(w, 3600 * S + 7 * S, &v) == 0,
+       "after an hour's pause nobody is silent, stopped or behind for the hour");
+    int64_t due = 3600 * S + 6 * S + STALL;
+    for (int64_t t = 3600 * S + 8 * S; t < due; t += 5 * S)
+        beat(w, 2, 3, t);
+    ok(watch_check(w, due - 1, &v) == 0 && watch_check(w, due, &v) == 1 && v.ranks[0] == 3 &&
+           (v.kind == WATCH_STOPPED || v.kind == WATCH_NOT_JOINED),
+       "the waits resume where they were: rank 3 is named a stall after its stop began, not before");
+    watch_free(w);
 }
 
 /* ---- collectives ---- */
@@ -502,6 +532,7 @@ int main(void)
     nodes();
     tellers();
     stops();
+    paused();
     not_joined();
     not_completed();
     stale();
