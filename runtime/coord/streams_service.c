@@ -13,7 +13,7 @@
 #include "wire.h"
 #include "work_msg.h"
 
-#define SCOORD_WAIT_MS 1000 /* The longest poll: joins and leases are checked this often. */
+#define STREAMS_WAIT_MS 1000 /* The longest poll: joins and leases are checked this often. */
 
 /* An sworker is what the coordinator knows of one worker. */
 struct sworker {
@@ -22,7 +22,7 @@ struct sworker {
     bool closed;            /* it closed the set (not lost) */
 };
 
-struct scoord {
+struct streams_service {
     struct peers *peers;    /* the ranks, through the node relays */
     const struct coord_config *cfg;
     struct peers_ops ops;   /* this file's: requests, workers joining and lost, at now */
@@ -43,7 +43,7 @@ static void on_lost(void *ctx, uint32_t r);
  * ranks through the relays. Returns 0, or -1 with err. */
 static int service_new(const struct coord_config *cfg, void **out, struct cohort_err *err)
 {
-    struct scoord *sc = calloc(1, sizeof *sc);
+    struct streams_service *sc = calloc(1, sizeof *sc);
     *out = sc;
     if (!sc || !(sc->w = calloc(cfg->size, sizeof *sc->w)))
         return cohort_fail(err, "out of memory");
@@ -65,7 +65,7 @@ static int service_new(const struct coord_config *cfg, void **out, struct cohort
 /* Frees the streams service (coord_service.h's free); svc may be NULL. */
 static void service_free(void *svc)
 {
-    struct scoord *sc = svc;
+    struct streams_service *sc = svc;
     if (!sc)
         return;
     place_free(sc->p);
@@ -75,7 +75,7 @@ static void service_free(void *svc)
 }
 
 /* Sends op with p to worker r; when that fails, sc is out of memory. */
-static void send_to(struct scoord *sc, uint32_t r, enum streams_op op, const void *p,
+static void send_to(struct streams_service *sc, uint32_t r, enum streams_op op, const void *p,
                     uint32_t len)
 {
     if (peers_send(sc->peers, r, (uint16_t)op, p, len) < 0)
@@ -83,7 +83,7 @@ static void send_to(struct scoord *sc, uint32_t r, enum streams_op op, const voi
 }
 
 /* Sends the placement's actions, each to its worker. */
-static void tell(struct scoord *sc)
+static void tell(struct streams_service *sc)
 {
     const struct place_act *a;
     size_t n = place_actions(sc->p, &a);
@@ -97,7 +97,7 @@ static void tell(struct scoord *sc)
 
 /* Sends the placement's actions, then the answer to a request the
  * placement took with rc (e's message when it failed). */
-static void answer(struct scoord *sc, uint32_t r, int rc, const struct cohort_err *e)
+static void answer(struct streams_service *sc, uint32_t r, int rc, const struct cohort_err *e)
 {
     tell(sc);
     if (rc == PLACE_ENOMEM)
@@ -113,7 +113,7 @@ static void answer(struct scoord *sc, uint32_t r, int rc, const struct cohort_er
 /* Takes worker r off (peers.h's lost); its streams go to others. */
 static void on_lost(void *ctx, uint32_t r)
 {
-    struct scoord *sc = ctx;
+    struct streams_service *sc = ctx;
     struct sworker *w = &sc->w[r];
     struct cohort_err e;
     if (!w->on)
@@ -127,7 +127,7 @@ static void on_lost(void *ctx, uint32_t r)
 }
 
 /* Sends worker r the placement's totals. */
-static void totals(struct scoord *sc, uint32_t r)
+static void totals(struct streams_service *sc, uint32_t r)
 {
     struct place_status st;
     place_status(sc->p, &st);
@@ -140,7 +140,7 @@ static void totals(struct scoord *sc, uint32_t r)
 
 /* Handles one request of worker r. Returns 0, or -1 when the frame was not
  * a request (then r is dropped). */
-static int request(struct scoord *sc, uint32_t r, const struct wire_frame *f, int64_t now)
+static int request(struct streams_service *sc, uint32_t r, const struct wire_frame *f, int64_t now)
 {
     struct cohort_err e = {0};
     uint64_t head = 0;
@@ -183,7 +183,7 @@ static int request(struct scoord *sc, uint32_t r, const struct wire_frame *f, in
  * is not a request, which drops the worker. */
 static int on_frame(void *ctx, uint32_t r, const struct wire_frame *f)
 {
-    struct scoord *sc = ctx;
+    struct streams_service *sc = ctx;
     if (request(sc, r, f, sc->now) == 0)
         return 0;
     fprintf(stderr, "cohort: stream coordinator: rank %u sent what is not a request (a "
@@ -195,7 +195,7 @@ static int on_frame(void *ctx, uint32_t r, const struct wire_frame *f)
 /* Takes worker r on (peers.h's joined). */
 static void on_joined(void *ctx, uint32_t r)
 {
-    struct scoord *sc = ctx;
+    struct streams_service *sc = ctx;
     struct sworker *w = &sc->w[r];
     sc->came += !w->ever;
     w->ever = true;
@@ -209,12 +209,12 @@ static void on_joined(void *ctx, uint32_t r)
  * memory. */
 static int service_run(void *svc, struct net *net, struct cohort_err *err)
 {
-    struct scoord *sc = svc;
+    struct streams_service *sc = svc;
     peers_attach(sc->peers, net);
     int64_t now = base_now_ms(), next = now;
     while (sc->connected || (sc->came < sc->cfg->size && now < sc->join_by)) {
         int64_t wait = next - now;
-        wait = wait < 0 ? 0 : wait > SCOORD_WAIT_MS ? SCOORD_WAIT_MS : wait;
+        wait = wait < 0 ? 0 : wait > STREAMS_WAIT_MS ? STREAMS_WAIT_MS : wait;
         struct net_event *ev;
         int n = net_poll(net, (int)wait, &ev, err);
         if (n < 0)
@@ -243,7 +243,7 @@ static int service_run(void *svc, struct net *net, struct cohort_err *err)
 static enum net_admit service_admit(void *svc, const struct hs_hello *h, bool via_unix,
                                     struct cohort_err *why)
 {
-    struct scoord *sc = svc;
+    struct streams_service *sc = svc;
     return peers_admit(sc->peers, h, via_unix, why);
 }
 
