@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base_sys.h"
+#include "base_text.h"
 #include "hostlist.h"
 #include "mps_proc.h"
 #include "spank_env.h"
@@ -118,11 +119,11 @@ static int spawn(struct node_agent *a, const char *what, uid_t uid, gid_t gid,
  * when it watches the step. 0, or -1 when line is no such answer. */
 static int take_answer(struct node_agent *a, const char *line)
 {
-    unsigned port;
-    int end = 0;
-    if (sscanf(line, "port %u%n", &port, &end) != 1 || port == 0 || port > 65535)
+    uint64_t port;
+    const char *rest = line + 5;
+    if (strncmp(line, "port ", 5) != 0 ||
+        base_parse_decimal(&rest, NULL, 5, 65535, &port, NULL) < 0 || port == 0)
         return -1;
-    const char *rest = line + end;
     if (a->watching && (strncmp(rest, " dir /", 6) != 0 || strlen(rest + 5) >= sizeof a->dir))
         return -1;
     if (!a->watching && *rest)

@@ -35,6 +35,7 @@
 #include "envlist.h"
 #include "host.h"
 #include "layout.h"
+#include "ports.h"
 #include "step_env.h"
 #include "store_msg.h"
 #include "text_file.h"
@@ -116,10 +117,11 @@ static int configure(struct agent *a, const struct envlist *env, struct cohort_e
     a->timeout_s = (int)secs;
     a->verbose = v && *v && strcmp(v, "0") != 0;
     a->uid = getuid();
-    if (!host || !port || atoi(port) <= 0 || atoi(port) > 65535)
+    if (!host || !port)
         return cohort_fail(err, "its start record names no store holder");
+    if (port_parse("COHORT_STORE_PORT", port, &a->port, err) < 0)
+        return -1;
     snprintf(a->host, sizeof a->host, "%s", host);
-    a->port = (uint16_t)atoi(port);
     return auth_step_key(env, &a->key, err);
 }
 

@@ -20,10 +20,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "base_sys.h"
 #include "hostlist.h"
 #include "store_msg.h"
 #include "watch.h"
@@ -60,14 +60,6 @@ struct node_watch {
     bool ack_over;            /* the plugin is told "bye" once the holder says it ends */
 };
 
-/* The wall clock in ms since the epoch. */
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int node_watch_start(struct agent *a, const struct envlist *env, struct cohort_err *err)
 {
     const char *s = envlist_get(env, "COHORT_WATCH");
@@ -81,7 +73,7 @@ int node_watch_start(struct agent *a, const struct envlist *env, struct cohort_e
     if (!w || !(w->t = calloc(n ? n : 1, sizeof *w->t)))
         return cohort_fail(err, "out of memory");
     w->stall_s = stall;
-    w->started_wall = wall_ms();
+    w->started_wall = base_wall_ms();
     w->n_t = n;
     w->dirfd = -1;
     for (uint32_t i = 0; i < n; i++)
@@ -180,7 +172,7 @@ void node_watch_ended(struct agent *a, uint32_t rank, uint32_t status)
         struct watched_task *t = &w->t[i];
         if (t->rank == rank && !t->ended) {
             *t = (struct watched_task){.rank = rank, .ended = true, .status = status,
-                                       .wall = wall_ms(), .rec = t->rec};
+                                       .wall = base_wall_ms(), .rec = t->rec};
         }
         ended += t->ended;
     }
@@ -293,7 +285,7 @@ static void holder_lost(struct agent *a, bool closed, int64_t since, int64_t now
     struct watch_names names = {.node_host = (const char *const *)host,
                                 .rank_node = a->rank_node, .n_nodes = host ? s->num_nodes : 0,
                                 .n_ranks = s->num_tasks, .job = s->job_id, .step = s->step_id,
-                                .wall_now_ms = wall_ms()};
+                                .wall_now_ms = base_wall_ms()};
     char line[1024];
     watch_line(&v, &names, line, sizeof line);
     char *json = watch_json(&v, &names, line);

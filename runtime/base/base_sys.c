@@ -1,11 +1,18 @@
-/* base_sys.c - random bytes, whole-buffer I/O and array growth
- * every layer shares (see base_sys.h). */
+/* base_sys.c - the wall clock, random bytes, whole-buffer I/O and array
+ * growth every layer shares (see base_sys.h). */
 #include "base_sys.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/random.h>
 #include <unistd.h>
+
+int64_t base_wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 int base_random(void *buf, size_t len)
 {

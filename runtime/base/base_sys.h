@@ -1,7 +1,7 @@
 /* base_sys.h - the helpers over the C library and the kernel that every
- * layer needs and used to write again: the monotonic clock, random bytes
- * from the kernel, whole-buffer reads and writes through short counts and
- * signals, and array growth with an overflow check. Each reports failure
+ * layer needs and used to write again: the monotonic and wall clocks,
+ * random bytes from the kernel, whole-buffer reads and writes through short
+ * counts and signals, and array growth with an overflow check. Each reports failure
  * the C library's way (-1 and errno), so each caller keeps its own words. */
 #ifndef COHORT_BASE_SYS_H
 #define COHORT_BASE_SYS_H
@@ -25,6 +25,10 @@ static inline long long base_now_ms(void)
 {
     return (long long)(base_now_ns() / 1000000);
 }
+
+/* The wall clock (CLOCK_REALTIME) in whole milliseconds since the epoch:
+ * for dates a person or another node reads, never for deadlines. */
+int64_t base_wall_ms(void);
 
 /* Fills buf[0..len) with bytes from the kernel's CSPRNG (getrandom),
  * through signals: 0, or -1 with errno (nothing else is promised of buf). */

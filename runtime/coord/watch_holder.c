@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "base_sys.h"
 #include "store_msg.h"
 #include "watch.h"
 #include "watch_text.h"
@@ -192,14 +192,6 @@ int watch_holder_frame(struct watch_holder *wh, uint32_t node, uint16_t op, uint
     }
 }
 
-/* The wall clock in ms since the epoch. */
-static int64_t wall_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Sends v to every agent: the teller, the line and the JSON object.
  * Returns 0, or -1 when out of memory. */
 static int send_verdict(struct watch_holder *wh, const struct watch_verdict *v)
@@ -208,7 +200,7 @@ static int send_verdict(struct watch_holder *wh, const struct watch_verdict *v)
                                 .rank_gpu = (const char *const *)wh->gpu,
                                 .rank_node = wh->cfg->rank_node, .n_nodes = wh->cfg->num_nodes,
                                 .n_ranks = wh->cfg->size, .job = wh->cfg->job,
-                                .step = wh->cfg->step, .wall_now_ms = wall_ms()};
+                                .step = wh->cfg->step, .wall_now_ms = base_wall_ms()};
     char line[1024];
     watch_line(v, &names, line, sizeof line);
     char *json = watch_json(v, &names, line);

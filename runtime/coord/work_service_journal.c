@@ -96,10 +96,8 @@ bool work_service_journal_progress(struct work_service *co)
         return false;
     struct sched_status st;
     sched_status(co->s, &st);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct journal_progress p = {(uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000,
-                                 st.committed, st.leased, st.set_aside, co->connected};
+    struct journal_progress p = {(uint64_t)base_wall_ms(), st.committed, st.leased,
+                                 st.set_aside, co->connected};
     if ((p.committed == co->said.committed && p.leased == co->said.leased &&
                          p.set_aside == co->said.set_aside && p.workers == co->said.workers))
         return false;

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base_text.h"
 #include "net.h"
 
 #define COORD_END_MS 2000 /* A coordinator given up on is reaped within this (ms). */
@@ -240,10 +241,12 @@ static void take_line(int rc, const char *line, const char *role, const char *pa
                       int timeout_s, uint16_t *port, char a[COORD_ADDR_LEN], char *why,
                       size_t len)
 {
-    unsigned p;
+    uint64_t p;
+    const char *rest = line;
     if (rc == 0 && strncmp(line, "error ", 6) == 0)
         snprintf(why, len, "%.*s", (int)len - 1, line + 6);
-    else if (rc == 0 && sscanf(line, "%u %255s", &p, a) >= 1 && p > 0 && p < 65536)
+    else if (rc == 0 && base_parse_decimal(&rest, NULL, 5, 65535, &p, NULL) == 0 && p > 0 &&
+             (!*rest || (*rest == ' ' && sscanf(rest, " %255s", a) == 1)))
         *port = (uint16_t)p;
     else if (rc == -2)
         snprintf(why, len, "the %s %s did not start within %d s (stopped, or its node "

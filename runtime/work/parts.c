@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base_text.h"
+
 static void put32(uint8_t *p, uint32_t v)
 {
     for (int i = 3; i >= 0; i--, v >>= 8)
@@ -97,14 +99,9 @@ int parts_head_get(const uint8_t *p, size_t len, uint64_t n_items, struct parts_
 
 void parts_tmp_name(const uint8_t token[PARTS_TOKEN_LEN], char out[PARTS_NAME_MAX])
 {
-    static const char hex[] = "0123456789abcdef";
     size_t at = strlen(PARTS_TMP_PREFIX);
     memcpy(out, PARTS_TMP_PREFIX, at);
-    for (int i = 0; i < PARTS_TOKEN_LEN; i++) {
-        out[at++] = hex[token[i] >> 4];
-        out[at++] = hex[token[i] & 15];
-    }
-    out[at] = '\0';
+    base_hex_encode(token, PARTS_TOKEN_LEN, out + at);
 }
 
 void parts_name(uint64_t part, char out[PARTS_NAME_MAX])
@@ -117,12 +114,11 @@ int parts_number(const char *name, uint64_t *part)
     size_t pl = strlen(PARTS_PREFIX);
     if (strncmp(name, PARTS_PREFIX, pl) != 0 || strlen(name) != pl + 12)
         return -1;
-    uint64_t v = 0;
-    for (size_t i = pl; i < pl + 12; i++) {
-        if (name[i] < '0' || name[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t)(name[i] - '0');
-    }
+    const char *p = name + pl;
+    uint64_t v;
+    int width;
+    if (base_parse_decimal(&p, NULL, 12, UINT64_MAX, &v, &width) < 0 || width != 12)
+        return -1;
     *part = v;
     return 0;
 }
@@ -132,14 +128,10 @@ int parts_tmp_token(const char *name, uint8_t token[PARTS_TOKEN_LEN])
     size_t pl = strlen(PARTS_TMP_PREFIX);
     if (strncmp(name, PARTS_TMP_PREFIX, pl) != 0 || strlen(name) != pl + 2 * PARTS_TOKEN_LEN)
         return -1;
-    for (int i = 0; i < 2 * PARTS_TOKEN_LEN; i++) {
-        char c = name[pl + i];
-        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (v < 0)
-            return -1;
-        token[i / 2] = (uint8_t)(i % 2 ? token[i / 2] | v : v << 4);
-    }
-    return 0;
+    /* Lowercase only, as parts_tmp_name writes them. */
+    if (strspn(name + pl, "0123456789abcdef") != 2 * PARTS_TOKEN_LEN)
+        return -1;
+    return base_hex_decode(name + pl, PARTS_TOKEN_LEN, token);
 }
 
 int parts_offers_open(int dir_fd, const char *dir, struct cohort_err *err)

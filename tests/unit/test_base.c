@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base_runs.h"
@@ -109,6 +110,11 @@ static void grow_and_io(void)
     int64_t t1 = base_now_ns();
     ok(t0 > 0 && t0 <= t1 && m >= t0 / 1000000 && m <= t1 / 1000000,
        "the clock in ms lies between two readings in ns");
+    time_t w0 = time(NULL);
+    int64_t wall = base_wall_ms();
+    time_t w1 = time(NULL);
+    ok(wall >= (int64_t)w0 * 1000 - 1000 && wall <= ((int64_t)w1 + 1) * 1000 + 1000,
+       "the wall clock in ms is within a second of time()");
 }
 
 /* Adds lo..hi-1 to s (room made first): 0, or -1 when out of memory. */
