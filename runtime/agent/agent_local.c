@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "base_sys.h"
 #include "store_msg.h"
 
 #define READ_CHUNK 65536
@@ -43,15 +44,11 @@ struct client *agent_local_find(struct agent *a, uint32_t id)
  * or out of memory, it closes fd instead. */
 static void add_client(struct agent *a, int fd, unsigned long inode)
 {
-    if (a->n_c == a->cap_c) {
-        size_t cap = a->cap_c ? 2 * a->cap_c : 16;
-        struct client *c = a->n_c < AGENT_CLIENTS_MAX ? realloc(a->c, cap * sizeof *c) : NULL;
-        if (!c) {
-            close(fd);
-            return;
-        }
-        a->c = c;
-        a->cap_c = cap;
+    if (a->n_c == a->cap_c &&
+        (a->n_c >= AGENT_CLIENTS_MAX ||
+         base_grow((void **)&a->c, &a->cap_c, a->n_c + 1, sizeof *a->c) < 0)) {
+        close(fd);
+        return;
     }
     struct client *c = &a->c[a->n_c++];
     memset(c, 0, sizeof *c);

@@ -25,6 +25,9 @@
 
 #include "tree_private.h"
 
+#include "base_sys.h"
+#include "base_text.h"
+
 long long tree_now_ms(void)
 {
     return base_now_ms();
@@ -152,8 +155,7 @@ static int unix_address(const struct tree *t, uint32_t node, struct sockaddr_un 
         auth_mac(&t->key, "cohort-socket", msg, sizeof msg, mac);
         char *p = sa->sun_path + 1; /* abstract: nothing on disk, gone with the process */
         p += sprintf(p, "cohort-");
-        for (int i = 0; i < 16; i++)
-            p += sprintf(p, "%02x", mac[i]);
+        p = base_hex_encode(mac, 16, p) + 32;
         *len = (socklen_t)(p - (char *)sa);
         return 0;
     }
@@ -377,14 +379,8 @@ static enum net_admit admit(void *ctx, const struct hs_hello *h, bool via_unix,
 
 int tree_add_kid(struct tree *t, struct net_conn *c)
 {
-    if (t->n_kids == t->cap_kids) {
-        size_t cap = t->cap_kids ? 2 * t->cap_kids : 16;
-        struct net_conn **k = realloc(t->kids, cap * sizeof *k);
-        if (!k)
-            return -1;
-        t->kids = k;
-        t->cap_kids = cap;
-    }
+    if (base_grow((void **)&t->kids, &t->cap_kids, t->n_kids + 1, sizeof *t->kids) < 0)
+        return -1;
     t->kids[t->n_kids++] = c;
     return 0;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "store_kv.h"
+#include "base_sys.h"
 #include "store_msg.h"
 #include "watch_holder.h"
 #include "wire.h"
@@ -163,14 +164,8 @@ static bool told(struct store_holder *sh, uint64_t client)
     for (size_t i = 0; i < sh->n_noted; i++)
         if (sh->noted[i] == client)
             return true;
-    if (sh->n_noted == sh->cap_noted) {
-        size_t cap = sh->cap_noted ? 2 * sh->cap_noted : 64;
-        uint64_t *n = realloc(sh->noted, cap * sizeof *n);
-        if (!n)
-            return false;
-        sh->noted = n;
-        sh->cap_noted = cap;
-    }
+    if (base_grow((void **)&sh->noted, &sh->cap_noted, sh->n_noted + 1, sizeof *sh->noted) < 0)
+        return false;
     sh->noted[sh->n_noted++] = client;
     return false;
 }
@@ -185,14 +180,9 @@ static void look_at(void *ctx, uint64_t client, const uint8_t *key, size_t len)
     bool again = false;
     for (size_t i = 0; i < sh->n_last && !again; i++)
         again = sh->held[i].client == client && sh->held[i].key == key;
-    if (sh->n_held + 1 > sh->cap_held) { /* The new look's list follows the old one's. */
-        size_t cap = 2 * (sh->n_held + 1) + 64;
-        struct held *n = realloc(sh->held, cap * sizeof *n);
-        if (!n)
-            return;
-        sh->held = n;
-        sh->cap_held = cap;
-    }
+    /* The new look's list follows the old one's. */
+    if (base_grow((void **)&sh->held, &sh->cap_held, sh->n_held + 1, sizeof *sh->held) < 0)
+        return;
     sh->held[sh->n_held++] = (struct held){client, key};
     if (!again || told(sh, client))
         return;

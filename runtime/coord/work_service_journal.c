@@ -12,6 +12,7 @@
 
 #include "work_service_private.h"
 #include "journal.h"
+#include "base_sys.h"
 
 /* A replayed gathers the committed runs replayed, to give them to the
  * scheduler in one call. */
@@ -29,14 +30,8 @@ static int replay(void *ctx, const struct journal_event *ev, struct cohort_err *
         return work_service_output_replayed(r->co, ev, err); /* Its ids come as committed runs. */
     if (ev->kind != JOURNAL_COMMITTED)
         return 0; /* Items set aside before are tried again in this step. */
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 1024;
-        struct sched_span *s = realloc(r->spans, cap * sizeof *s);
-        if (!s)
-            return cohort_fail(err, "out of memory replaying the journal");
-        r->spans = s;
-        r->cap = cap;
-    }
+    if (base_grow((void **)&r->spans, &r->cap, r->n + 1, sizeof *r->spans) < 0)
+        return cohort_fail(err, "out of memory replaying the journal");
     r->spans[r->n++] = (struct sched_span){ev->lo, ev->hi};
     return 0;
 }

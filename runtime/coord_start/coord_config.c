@@ -13,6 +13,7 @@
 #include <nettle/sha2.h>
 
 #include "wire.h"
+#include "base_text.h"
 #include "work_msg.h"
 
 #define MAGIC "CWC6"
@@ -267,9 +268,7 @@ static void digest_name(const char *prefix, const uint8_t *msg, size_t len,
         sha256_update(&ctx, len, msg);
         sha256_digest(&ctx, sizeof d, d);
     }
-    char *p = out + sprintf(out, "%s", prefix);
-    for (int i = 0; i < 16; i++)
-        p += sprintf(p, "%02x", d[i]);
+    base_hex_encode(d, 16, out + sprintf(out, "%s", prefix));
 }
 
 void coord_relay_name(const uint8_t nonce[16], uint32_t node, char out[COORD_NAME_MAX + 1])

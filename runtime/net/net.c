@@ -5,6 +5,8 @@
  * child's side is in net_dial.c. */
 #include "net_private.h"
 
+#include "base_sys.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -128,14 +130,8 @@ int net_listen(struct net *n, int fd, bool is_unix, struct cohort_err *err)
 
 struct net_conn *net_conn_new(struct net *n, int fd)
 {
-    if (n->n_conns == n->cap_conns) {
-        size_t cap = n->cap_conns ? 2 * n->cap_conns : 16;
-        struct net_conn **a = realloc(n->conns, cap * sizeof *a);
-        if (!a)
-            return NULL;
-        n->conns = a;
-        n->cap_conns = cap;
-    }
+    if (base_grow((void **)&n->conns, &n->cap_conns, n->n_conns + 1, sizeof *n->conns) < 0)
+        return NULL;
     struct net_conn *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
@@ -165,14 +161,8 @@ void net_event_add(struct net *n, struct net_conn *c, unsigned what)
         n->evs[c->ev].what |= what;
         return;
     }
-    if (n->n_evs == n->cap_evs) {
-        size_t cap = n->cap_evs ? 2 * n->cap_evs : 64;
-        struct net_event *e = realloc(n->evs, cap * sizeof *e);
-        if (!e)
-            return; /* the next round sees its state again */
-        n->evs = e;
-        n->cap_evs = cap;
-    }
+    if (base_grow((void **)&n->evs, &n->cap_evs, n->n_evs + 1, sizeof *n->evs) < 0)
+        return; /* the next round sees its state again */
     c->ev = (int)n->n_evs;
     n->evs[n->n_evs++] = (struct net_event){c, what};
 }

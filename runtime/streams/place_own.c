@@ -312,14 +312,8 @@ void place_retarget(struct place *p, struct stream *s, int32_t target)
 int place_act(struct place *p, enum place_act_type t, uint32_t w, uint64_t epoch,
               const char *key)
 {
-    if (p->nacts == p->capacts) {
-        size_t cap = p->capacts ? 2 * p->capacts : 64;
-        struct place_act *a = realloc(p->acts, cap * sizeof *a);
-        if (!a)
-            return -1;
-        p->acts = a;
-        p->capacts = cap;
-    }
+    if (base_grow((void **)&p->acts, &p->capacts, p->nacts + 1, sizeof *p->acts) < 0)
+        return -1;
     struct place_act *a = &p->acts[p->nacts++];
     a->type = t;
     a->worker = w;

@@ -7,6 +7,7 @@
  * would meet first; with none, the least loaded comes from the tree too
  * when the stream is one of the cheapest. */
 #include "base_runs.h"
+#include "base_sys.h"
 #include "place_ring.h"
 #include "place_tree.h"
 
@@ -179,12 +180,8 @@ static int gather(const struct place *p, uint32_t w, size_t b, size_t e, uint32_
         for (uint32_t i = p->bucket[k]; i != PLACE_NONE; i = p->s[i].link[PLACE_LIST_BUCKET][1]) {
             if (place_first(p, p->s[i].hash) != (int32_t)w)
                 continue;
-            if (*n == *cap) {
-                uint32_t *m = realloc(*v, (*cap = *cap ? 2 * *cap : 64) * sizeof *m);
-                if (!m)
-                    return -1;
-                *v = m;
-            }
+            if (base_grow((void **)v, cap, *n + 1, sizeof **v) < 0)
+                return -1;
             (*v)[(*n)++] = i;
         }
     return 0;

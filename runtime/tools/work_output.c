@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "journal.h"
+#include "base_sys.h"
 #include "parts.h"
 #include "text_escape.h"
 
@@ -134,13 +135,8 @@ static int gather(struct listing *l, const char *dir)
             l->offers++;
         if (parts_number(de->d_name, &num) < 0)
             continue;
-        if (l->n == l->cap) {
-            l->cap = l->cap ? 2 * l->cap : 64;
-            struct part *np = realloc(l->p, l->cap * sizeof *np);
-            if (!np)
-                abort();
-            l->p = np;
-        }
+        if (base_grow((void **)&l->p, &l->cap, l->n + 1, sizeof *l->p) < 0)
+            abort();
         struct part pt = {.number = num};
         if (read_part(l, dfd, de->d_name, &pt) == 0)
             l->p[l->n++] = pt;

@@ -409,15 +409,8 @@ static int collect(void *ctx, const struct journal_event *ev, struct cohort_err 
     }
     if (ev->kind != JOURNAL_SET_ASIDE)
         return 0;
-    if (c->n == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 16;
-        struct jpair *na = ncap <= SIZE_MAX / sizeof *na ? realloc(c->a, ncap * sizeof *na)
-                                                         : NULL;
-        if (!na)
-            return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
-        c->a = na;
-        c->cap = ncap;
-    }
+    if (base_grow((void **)&c->a, &c->cap, c->n + 1, sizeof *c->a) < 0)
+        return cohort_fail_code(err, COHORT_E_RESOURCE, "out of memory");
     c->a[c->n++] = (struct jpair){ev->lo, ev->attempts};
     return 0;
 }

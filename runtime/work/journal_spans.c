@@ -6,6 +6,7 @@
  * writer adds one at a time, in any order. */
 #include "journal_private.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -206,15 +207,15 @@ int jtree_add(struct jtree *t, uint64_t lo, uint64_t hi, uint64_t *dup)
     } else if (a != 0 && t->v[a].lo == hi) {
         t->v[a].lo = lo; /* still above b, which ends at or before lo */
     } else {
-        if (t->n + 1 >= t->cap) {
-            uint32_t ncap = t->cap ? 2 * t->cap : 64;
-            struct jnode *nv = t->cap < UINT32_MAX / 2 ? realloc(t->v, ncap * sizeof *nv) : NULL;
-            if (!nv)
+        if (t->n + 1 >= t->cap) { /* cap stays a power of two below 2^31 + 1 */
+            size_t cap = t->cap;
+            bool fresh = !t->v;
+            if (t->cap >= UINT32_MAX / 2 ||
+                base_grow((void **)&t->v, &cap, (size_t)t->n + 2, sizeof *t->v) < 0)
                 return -1;
-            if (!t->v)
-                nv[0] = (struct jnode){0};
-            t->v = nv;
-            t->cap = ncap;
+            if (fresh)
+                t->v[0] = (struct jnode){0};
+            t->cap = (uint32_t)cap;
         }
         t->v[++t->n] = (struct jnode){lo, hi, 0, 0, 1};
         t->root = insert(t, t->root, t->n);
