@@ -67,14 +67,14 @@ verdict() {
         "$work/$1/verdict.json" 2>/dev/null
 }
 
-# --- a rank killed -----------------------------------------------------------
-for how in "watch" "watch-store"; do
-    opts="--cohort-watch"
-    [ "$how" = watch-store ] && opts="--cohort-watch --cohort-store"
-    start "$how" $opts
-    if running "$how"; then
+# hit NAME SIGNAL RANK: once NAME's loop runs, sends SIGNAL to RANK and waits
+# for srun; sets rc (srun's status, or "running" when the loop never ran)
+# and took (the seconds from the signal to srun's return, or -).
+hit() {
+    if running "$1"; then
+        local t0
         t0=$(now)
-        kill -9 "$(pid_of "$how" 3)"
+        kill -"$2" "$(pid_of "$1" "$3")"
         wait "$srun"
         rc=$?
         took=$(since "$t0" "$(now)")
@@ -83,6 +83,14 @@ for how in "watch" "watch-store"; do
         rc=running
         took=-
     fi
+}
+
+# --- a rank killed -----------------------------------------------------------
+for how in "watch" "watch-store"; do
+    opts="--cohort-watch"
+    [ "$how" = watch-store ] && opts="--cohort-watch --cohort-store"
+    start "$how" $opts
+    hit "$how" KILL 3
     line=$(grep '^cohort: rank' "$tmp/$how.err" | head -1)
     echo "$line" | grep -Eq '^cohort: rank 3 \(n2(, GPU [^)]+)?\) was killed by signal 9 at [0-9]{2}:[0-9]{2}:[0-9]{2}; ending the step$' &&
         [ "$(lines "$how")" = 1 ] && [ "$rc" != 0 ] && [ "$rc" != 124 ] &&
@@ -93,17 +101,7 @@ done
 
 # --- a rank stopped ----------------------------------------------------------
 start stop --cohort-watch=3
-if running stop; then
-    t0=$(now)
-    kill -STOP "$(pid_of stop 1)"
-    wait "$srun"
-    rc=$?
-    took=$(since "$t0" "$(now)")
-else
-    wait "$srun"
-    rc=running
-    took=-
-fi
+hit stop STOP 1
 line=$(grep '^cohort: rank' "$tmp/stop.err" | head -1)
 echo "$line" | grep -Eq '^cohort: rank 1 \(n1(, GPU [^)]+)?\) has been stopped for [0-9]+ s; ending the step$' &&
     [ "$(lines stop)" = 1 ] && [ "$rc" != 0 ] && [ "$rc" != 124 ] &&
