@@ -214,6 +214,28 @@ static bool written_since_start(const struct node_watch *w)
            (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 >= w->started_wall;
 }
 
+/* Writes json and a newline to path whole or not at all: into a file of
+ * its own beside it, renamed over it once written, so that a batch script
+ * that reads path after a crash finds the last verdict or none, never half
+ * of one. Where the directory takes no new file, path is written in place. */
+static void write_verdict(const char *path, const char *json)
+{
+    char tmp[4200];
+    int n = snprintf(tmp, sizeof tmp, "%s.%d.tmp", path, (int)getpid());
+    int fd = n > 0 && (size_t)n < sizeof tmp
+                 ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)
+                 : -1;
+    bool renamed = fd >= 0;
+    if (fd < 0)
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    bool ok = base_write_all(fd, json, strlen(json)) == 0 && base_write_all(fd, "\n", 1) == 0;
+    ok = close(fd) == 0 && ok;
+    if (renamed && (!ok || rename(tmp, path) != 0))
+        unlink(tmp);
+}
+
 /* Tells the plugin to end the node's tasks (tell: this node tells the
  * user line), once; the teller also writes json to COHORT_WATCH_FILE,
  * unless the verdict is this agent's alone and the holder's is there. */
@@ -230,14 +252,8 @@ static void end_tasks(struct agent *a, bool tell, bool alone, const char *line,
     char out[1200];
     int n = snprintf(out, sizeof out, "end %d %.1100s\n", tell ? 1 : 0, line);
     (void)!send(0, out, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (tell && w->file[0] && json && *json && !(alone && written_since_start(w))) {
-        int fd = open(w->file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            (void)!base_write_all(fd, json, strlen(json));
-            (void)!base_write_all(fd, "\n", 1);
-            close(fd);
-        }
-    }
+    if (tell && w->file[0] && json && *json && !(alone && written_since_start(w)))
+        write_verdict(w->file, json);
 }
 
 bool node_watch_frame(struct agent *a, uint16_t op, const uint8_t *rest, size_t len)
