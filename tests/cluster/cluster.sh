@@ -225,7 +225,8 @@ cmd=${1:-}
 shift 2>/dev/null
 case $cmd in
 install)
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $packages ;;
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+        --no-install-recommends $packages ;;
 check) check ;;
 up) [ $# -ge 1 ] || die "usage: cluster.sh up DIR [NODES] [SHARED_PATH...]"; up "$@" ;;
 exec) [ $# -ge 3 ] || die "usage: cluster.sh exec DIR HOST CMD..."; in_host "$@" ;;
