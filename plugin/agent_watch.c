@@ -36,6 +36,7 @@ struct agent_watch {
     pthread_mutex_t lock;
     uint32_t n_tasks;
     int *pidfd;
+    pid_t *pid;           /* each task's pid once forked (kept after its end), else 0 */
     int open_err;         /* the first pidfd_open's failure (TELL_PIDFD | errno), or 0 */
     char *line;           /* what each task is told of the agent's death */
     struct mps_user user; /* the job's user, whose rights the writes take */
@@ -55,6 +56,7 @@ struct running {
     int *pidfd;
     int *err;
     struct pollfd *p;
+    pid_t group;          /* the tasks' process group, when one of them leads it; else 0 */
 };
 
 /* Copies into r the pidfds of the node's tasks still running (a task
@@ -77,6 +79,10 @@ static int running_take(struct agent_watch *w, struct running *r)
         int copy = p >= 0 ? fcntl(p, F_DUPFD_CLOEXEC, 0) : -1;
         r->err[r->n] = copy >= 0 ? 0 : p >= 0 ? TELL_PIDFD | errno : w->open_err;
         r->pidfd[r->n++] = copy >= 0 ? copy : NO_PIDFD;
+        pid_t g = !r->group && w->pid[i] > 0 ? getpgid(w->pid[i]) : 0;
+        for (uint32_t j = 0; g > 0 && j < w->n_tasks && !r->group; j++)
+            if (w->pid[j] == g)
+                r->group = g;
     }
     pthread_mutex_unlock(&w->lock);
     return 0;
@@ -201,8 +207,13 @@ static enum said agent_says(struct agent_watch *w, bool ends, int *tell, char *t
 
 /* SIGTERM to each task of r, then SIGKILL to those still running
  * WATCH_GRACE_MS later, each by its pidfd (a task without one is left to
- * Slurm). Returns how many needed SIGKILL; nothing more is sent once the
- * watch is stopped (the step ended on the node). */
+ * Slurm), and each signal to the tasks' process group too: slurmstepd puts
+ * a node's tasks in one group led by the first, so that a task's own
+ * children (a shell's, a launcher's) end with it and do not hold its output
+ * open, which srun waits for. The group is signalled only when one of the
+ * tasks leads it, never slurmstepd's. Returns how many needed SIGKILL;
+ * nothing more is sent once the watch is stopped (the step ended on the
+ * node). */
 static uint32_t end_running(const struct agent_watch *w, struct running *r)
 {
     r->p[0] = (struct pollfd){.fd = w->stop[0], .events = POLLIN};
@@ -211,6 +222,8 @@ static uint32_t end_running(const struct agent_watch *w, struct running *r)
         if (r->pidfd[i] >= 0)
             syscall(SYS_pidfd_send_signal, r->pidfd[i], SIGTERM, NULL, 0U);
     }
+    if (r->group)
+        kill(-r->group, SIGTERM);
     long long end = base_now_ms() + WATCH_GRACE_MS;
     for (;;) {
         uint32_t left = 0;
@@ -231,6 +244,8 @@ static uint32_t end_running(const struct agent_watch *w, struct running *r)
     for (uint32_t i = 1; i <= r->n; i++)
         killed += r->p[i].fd >= 0 &&
                   syscall(SYS_pidfd_send_signal, r->p[i].fd, SIGKILL, NULL, 0U) == 0;
+    if (killed && r->group)
+        kill(-r->group, SIGKILL);
     return killed;
 }
 
@@ -345,9 +360,10 @@ struct agent_watch *agent_watch_start(int fd, uint32_t n_tasks, const char *line
     w->n_tasks = n_tasks;
     w->ends = ends;
     w->pidfd = malloc((n_tasks ? n_tasks : 1) * sizeof *w->pidfd);
+    w->pid = calloc(n_tasks ? n_tasks : 1, sizeof *w->pid);
     w->stop[0] = w->stop[1] = w->bye[0] = w->bye[1] = -1;
     w->line = strdup(line);
-    if (!w->pidfd || !w->line || copy_user(&w->user, user) < 0 ||
+    if (!w->pidfd || !w->pid || !w->line || copy_user(&w->user, user) < 0 ||
         pipe2(w->stop, O_CLOEXEC) < 0 || pipe2(w->bye, O_CLOEXEC) < 0 ||
         pthread_mutex_init(&w->lock, NULL) != 0)
         goto fail;
@@ -372,6 +388,7 @@ fail:
     mps_user_free(&w->user);
     free(w->line);
     free(w->pidfd);
+    free(w->pid);
     free(w);
     return NULL;
 }
@@ -386,6 +403,7 @@ void agent_watch_task(struct agent_watch *w, uint32_t local, pid_t pid)
     if (w->pidfd[local] >= 0)
         close(w->pidfd[local]);
     w->pidfd[local] = fd >= 0 ? fd : NO_PIDFD;
+    w->pid[local] = pid;
     if (fd < 0 && !w->open_err)
         w->open_err = TELL_PIDFD | err;
     pthread_mutex_unlock(&w->lock);
@@ -428,5 +446,6 @@ void agent_watch_stop(struct agent_watch *w)
     mps_user_free(&w->user);
     free(w->line);
     free(w->pidfd);
+    free(w->pid);
     free(w);
 }

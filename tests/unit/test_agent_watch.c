@@ -436,6 +436,76 @@ static void test_bye(void)
     ok(alive && quiet, "a bye ends nothing");
 }
 
+/* A task in process group g (0: its own, as slurmstepd makes the first
+ * task's) whose child, in the same group, holds the write end of a pipe
+ * until it dies; the read end is returned in *held. */
+static pid_t group_task(pid_t g, int *held)
+{
+    int ready[2], hold[2];
+    if (pipe(ready) < 0 || pipe(hold) < 0) {
+        printf("Bail out! %s\n", strerror(errno));
+        exit(1);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        setpgid(0, g);
+        if (fork() == 0) { /* the task's child: a shell's command, say */
+            /* It holds the pipe alone (not the test's output), and ends by
+             * itself after the test's guard should the watch miss it. */
+            int null = open("/dev/null", O_RDWR);
+            dup2(null, 1);
+            dup2(null, 2);
+            dup2(hold[1], 3);
+            syscall(SYS_close_range, 4U, ~0U, 0U);
+            alarm(HANG_GUARD_S + 5);
+            for (;;)
+                pause();
+        }
+        (void)!write(ready[1], "", 1);
+        for (;;)
+            pause();
+    }
+    char b;
+    close(ready[1]);
+    close(hold[1]);
+    (void)!read(ready[0], &b, 1); /* The child is forked and the group set. */
+    close(ready[0]);
+    *held = hold[0];
+    return pid;
+}
+
+/* The tasks' children in the tasks' process group end with them: srun
+ * waits for their output otherwise. */
+static void test_group(void)
+{
+    struct node n = {.err = {-1, -1}};
+    int held[NODE_TASKS];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, n.agent) < 0) {
+        printf("Bail out! %s\n", strerror(errno));
+        exit(1);
+    }
+    struct mps_user u = user();
+    n.w = agent_watch_start(n.agent[0], NODE_TASKS, "the agent died", &u, true);
+    for (int i = 0; i < NODE_TASKS; i++) {
+        n.task[i] = group_task(i ? n.task[0] : 0, &held[i]);
+        n.err[i] = open("/dev/null", O_RDONLY);
+        agent_watch_task(n.w, (uint32_t)i, n.task[i]);
+    }
+    say(&n, "end 0 a line nobody reads\n");
+    int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
+    char b;
+    bool gone = read(held[0], &b, 1) == 0 && read(held[1], &b, 1) == 0;
+    char log[512];
+    next_log(log, sizeof log); /* "ending the node's 2 tasks" */
+    node_end(&n);
+    close(held[0]);
+    close(held[1]);
+    ok(sig0 == SIGTERM && sig1 == SIGTERM && gone,
+       "the tasks end, and so do their children in the tasks' process group (signals %d %d)",
+       sig0, sig1);
+}
+
 /* The step's end on the node (the watch stopped) kills nothing. */
 static void test_stop_kills_nothing(void)
 {
@@ -466,6 +536,7 @@ int main(void)
     test_first_end_only();
     test_death_ends();
     test_bye();
+    test_group();
     test_stop_kills_nothing();
     return tap_done();
 }
