@@ -11,9 +11,11 @@
 # rank killed (its peers failing after it), a rank that starts no further
 # collective and a rank stopped, each at 10.37 s, the stall STALL_S (30 s);
 # and, without NCCL (no counts: a Gloo loop), a rank stopped and a rank
-# hung. Each run in its own process. Prints a Markdown table, then the
-# CPUs and the date. The holder holds one socket per node: the tree of
-# nodes of issue 38's item 6 is not built.
+# hung. The agents form the watch's tree of nodes (watch_tree.h) at its
+# default fanout, 128, as in a step watched without the store; the healthy
+# and silent runs are repeated with every agent at the holder (fanout 0),
+# as in a step whose store is served. Each run in its own process. Prints a
+# Markdown table, then the CPUs and the date.
 #   bench/watch-sim.sh BUILDDIR ["SIZES"]
 set -u
 build=$(cd "${1:?usage: watch-sim.sh BUILDDIR [SIZES]}" && pwd)
@@ -21,7 +23,7 @@ sizes=${2:-1024 16384}
 stall=${STALL_S:-30}
 costs="${WAKE_US:-14} ${READ_US:-10} ${FRAME_US:-2}"
 make -s -C "$build" bench/watch_sim >/dev/null || exit 1
-echo "| nodes | ranks | communicators | case | frames in /s | beats out /s | turns /s | frames a turn | watch CPU in the first reports' second (ms) | watch CPU, mean | of it watch_check + watch_next | watch CPU, busiest second | net, modelled | holder busy, mean | event to verdict (s) | the design's (s) | verdict | right | holder's sockets | simulator wall (s) |"
+echo "| nodes | ranks | communicators | case | frames in /s | beats out /s | turns /s | frames a turn | watch CPU in the first reports' second (ms) | watch CPU, mean | of it watch_check + watch_next | watch CPU, busiest second | net, modelled | holder busy, mean | event to verdict (s) | the design's (s) | verdict | right | sockets: holder, busiest agent | simulator wall (s) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $sizes; do
     for layout in node dp; do
@@ -29,6 +31,10 @@ for n in $sizes; do
         "$build/bench/watch_sim" "$n" "$layout" healthy 20 "$stall" 0 0 0 | sed 's/| healthy |/| healthy, the watch alone (net free) |/'
         for c in silent killed hung stopped; do
             "$build/bench/watch_sim" "$n" "$layout" "$c" 20 "$stall" $costs
+        done
+        for c in healthy silent; do
+            WATCH_SIM_FANOUT=0 "$build/bench/watch_sim" "$n" "$layout" "$c" 20 "$stall" $costs |
+                sed "s/| $c |/| $c, every agent at the holder (the store's shape) |/"
         done
     done
     for c in stopped hung; do

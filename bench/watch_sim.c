@@ -1,53 +1,31 @@
 /* watch_sim.c - the step watch's store holder at 1,024 and 16,384 nodes,
  * simulated: the real watch (runtime/watch/watch.h) fed in the order the
  * holder feeds it (runtime/coord/watch_holder.c) with what the node agents
- * send (runtime/agent/node_watch.c), on a simulated clock. Nothing here
- * opens a socket; the CPU time measured is the watch's own.
- *
- * The model, in simulated microseconds:
- * - NODES nodes of 8 ranks; each rank in two communicators: the world and
- *   its group, node-local ("node": one communicator per node, as a tensor
- *   parallel group of 8) or across nodes ("dp": the ranks of one local
- *   index, 8 groups of NODES ranks). The training loop starts at 2 s; each
- *   rank then runs a step every 1 / RATE s: its group's collective, then
- *   the world's half a step later, each completed a fifth of a step after
- *   its start; each rank is up to 5 ms behind the step's time.
- * - Each node's agent connects at a time of its own within the first second
- *   (watch_node_joined, then its WATCH_NODE frame) and then, every second
- *   from that time, sends a beat, a STOP frame for a rank whose stopped
- *   state changed and a COLL frame for each of its ranks' communicators
- *   whose counts changed: node_watch_tick's order. A burst arrives 100 us
- *   after it was sent. A rank's end is sent as it happens (STORE_ENDED).
- * - The holder is its loop (store_service.c): a turn handles every frame
- *   that has arrived (watch_node_heard, then the op's call), then
- *   watch_holder_tick's part (a beat to every agent each second,
- *   watch_check, watch_next). A turn costs the watch's CPU time, measured
- *   here as it runs, plus a model of the net's work: WAKE_US a turn,
- *   READ_US a burst read, FRAME_US a frame, READ_US + FRAME_US a beat sent
- *   (the work coordinator's costs, bench/coord-cost.sh: 14, 10, 2 by
- *   default; 0 0 0 leaves the watch alone). The next turn starts when this
- *   one ends or when a frame arrives or a wait is due, whichever is later:
- *   a busy holder reads more frames a turn.
- * - The cases, at 10.37 s: "healthy" (no event, 35 s: no verdict may come);
- *   "silent" (the victim's node sends nothing more, its link not closed;
- *   every rank stops in the collective it is in); "killed" (the victim
- *   ends by signal 9; every other rank exits with status 1 within 0.1-0.6 s
- *   of it, as Gloo's peers fail); "hung" (the victim starts no further
- *   collective, running); "stopped" (the same, its /proc state T). In
- *   "hung" and "stopped" each other rank goes on until it waits for a
- *   collective the victim never starts, as a synchronous loop does. The
- *   victim: rank 8 x NODES / 2 + 3.
- *
- * Prints one Markdown row: nodes, ranks, communicators, the case; frames
- * in, beats out and turns a second, frames a turn (from 5 s to the end);
- * the watch's CPU in the second of the first reports (ms); its CPU as a
- * share of a core (mean from 5 s, then watch_check and watch_next's part of
- * it, then the busiest second from 5 s); the net's modelled share and the
- * holder's whole; the time from the event to the verdict and the time the
- * design gives; the verdict and whether it names the victim; the holder's
- * sockets (one per node) against the issue's ~1,100; the simulator's wall.
- * Exits 1 when a healthy run gets a verdict or a case gets none or the
- * wrong one.
+ * send (runtime/agent/node_watch.c, node_tree.c), on a simulated clock (us).
+ * Nothing here opens a socket; the CPU time measured is the watch's own.
+ * docs/performance.md ("The step watch") gives the model in full:
+ * - NODES nodes of 8 ranks, each rank in the world and a group ("node": one
+ *   a node; "dp": one a local index), a loop of RATE steps a second from
+ *   2 s (a group collective, then the world's), ranks up to 5 ms apart.
+ * - The agents' tree (watch_tree.h) of fanout WATCH_SIM_FANOUT (environment;
+ *   128 by default, the watch without the store; 0: every agent at the
+ *   holder, the store's shape): LAT_US a hop; the agents at the top join
+ *   and beat; a parent keeps its kids' beats and reports a silent kid
+ *   (STORE_WATCH_LOST) at its first tick WATCH_LOST_MS after it last heard
+ *   it. The parents' own work is not simulated.
+ * - Each agent joins within the first second, then every second sends a
+ *   beat, STOP frames and a COLL frame per changed communicator
+ *   (node_watch_tick's order); a rank's end goes at once.
+ * - The holder's loop (store_service.c): a turn takes every frame that has
+ *   arrived, then watch_holder_tick's part; it costs the watch's measured
+ *   CPU plus the net's modelled work (WAKE_US a turn, READ_US a burst,
+ *   FRAME_US a frame; 14 10 2 by default, bench/coord-cost.sh).
+ * - The cases, at 10.37 s: healthy (35 s, no verdict may come), silent (the
+ *   victim's node sends nothing more), killed (signal 9; the others exit 1
+ *   within 0.1-0.6 s), hung (it starts no further collective), stopped
+ *   (the same, state T). The victim: rank 8 x NODES / 2 + 3.
+ * Prints one Markdown row (watch-sim.sh's header names its columns); exits
+ * 1 when a healthy run gets a verdict or a case gets none or the wrong one.
  *
  *   bench/watch_sim NODES [node|dp [CASE [RATE [STALL_S [WAKE_US READ_US FRAME_US]]]]]
  *   (node, healthy, 20 collectives a second a communicator, 30, 14 10 2) */
@@ -58,6 +36,7 @@
 #include <time.h>
 
 #include "watch.h"
+#include "watch_tree.h"
 
 #define PER_NODE 8
 #define LAT_US 100
@@ -70,11 +49,12 @@
 
 enum kase { HEALTHY, SILENT, KILLED, HUNG, STOPPED };
 static const char *const kase_names[] = {"healthy", "silent", "killed", "hung", "stopped"};
-enum ev_kind { EV_JOIN, EV_TICK, EV_KILL, EV_CASCADE };
-enum frame_op { F_JOIN, F_NODE, F_BEAT, F_STOP, F_COLL, F_ENDED };
+enum ev_kind { EV_JOIN, EV_TICK, EV_KILL, EV_CASCADE, EV_LOST };
+enum frame_op { F_JOIN, F_NODE, F_BEAT, F_STOP, F_COLL, F_ENDED, F_LOST };
 
 struct ev {
-    int64_t t; /* when the agent sends */
+    int64_t t;      /* when the agent sends */
+    int64_t arrive; /* when it reaches the holder: LAT_US a hop of the tree */
     uint32_t node, kind;
 };
 
@@ -82,7 +62,7 @@ struct frame {
     uint32_t node, rank, op, nranks, crank;
     uint64_t comm, started, completed;
     int status;
-    int64_t wall;
+    int64_t wall; /* F_ENDED: the wall clock; F_LOST: ms since the node was heard */
 };
 
 /* What a rank's agent last sent of it. */
@@ -93,6 +73,9 @@ struct rank_agent {
 
 struct sim {
     uint32_t nodes, ranks, victim;
+    uint32_t fanout;    /* the agents' tree's (watch_tree.h); 0: every agent at the holder */
+    uint32_t *top;      /* per node: the node whose agent's link to the holder carries it */
+    uint32_t *hops;     /* per node: hops to the holder (1: its agent dials it) */
     bool dp;
     enum kase kase;
     int64_t period, stall_ms, end;
@@ -110,6 +93,8 @@ struct sim {
     bool got;
     struct watch_verdict v;
     int64_t verdict_at;
+    uint32_t holder_links, agent_links; /* the holder's, and the most an agent holds */
+    int64_t lost_ago;                   /* SILENT below the holder: the parent's report */
 };
 
 static uint64_t mix(uint64_t x)
@@ -131,13 +116,15 @@ static double clock_s(clockid_t id)
 
 static bool ev_before(const struct ev *a, const struct ev *b)
 {
-    return a->t < b->t || (a->t == b->t && a->node < b->node);
+    return a->arrive < b->arrive || (a->arrive == b->arrive && a->node < b->node);
 }
 
-static void ev_push(struct sim *s, int64_t t, uint32_t node, uint32_t kind)
+/* Queues what node's agent sends at t; from sender's node (node's own, or
+ * for EV_LOST its parent's) it takes LAT_US a hop to the holder. */
+static void ev_push(struct sim *s, int64_t t, uint32_t node, uint32_t kind, uint32_t sender)
 {
     size_t i = s->n_heap++;
-    struct ev e = {t, node, kind};
+    struct ev e = {t, t + (int64_t)s->hops[sender] * LAT_US, node, kind};
     while (i > 0 && ev_before(&e, &s->heap[(i - 1) / 2])) {
         s->heap[i] = s->heap[(i - 1) / 2];
         i = (i - 1) / 2;
@@ -164,6 +151,7 @@ static struct ev ev_pop(struct sim *s)
         s->heap[i] = last;
     return top;
 }
+
 
 /* ---- the ranks' counts ---- */
 
@@ -263,7 +251,8 @@ static void agent_tick(struct sim *s, uint32_t n, int64_t t)
 {
     if (s->kase == SILENT && n == s->victim / PER_NODE && t >= EVENT_US)
         return; /* silent from now on, and never heard again */
-    frame_add(s, n, F_BEAT, n);
+    if (s->hops[n] == 1) /* A parent keeps its kids' beats. */
+        frame_add(s, n, F_BEAT, n);
     for (uint32_t r = n * PER_NODE; r < (n + 1) * PER_NODE; r++) {
         struct rank_agent *ra = &s->ra[r];
         if (ra->ended)
@@ -279,7 +268,7 @@ static void agent_tick(struct sim *s, uint32_t n, int64_t t)
         counts(s, r, t, c);
         coll_frames(s, r, c);
     }
-    ev_push(s, t + 1000000, n, EV_TICK);
+    ev_push(s, t + 1000000, n, EV_TICK, n);
 }
 
 /* Ends rank r at t with status: its agent reports it at once and no more. */
@@ -291,21 +280,25 @@ static void rank_end(struct sim *s, uint32_t r, int status, int64_t t)
     s->ra[r].ended = true;
 }
 
-/* Turns each event sent by t - LAT_US into its frames; counts the bursts. */
+/* Turns each event that has reached the holder into its frames; counts
+ * the bursts. */
 static long collect(struct sim *s)
 {
     long bursts = 0;
-    while (s->n_heap && s->heap[0].t + LAT_US <= s->t) {
+    while (s->n_heap && s->heap[0].arrive <= s->t) {
         struct ev e = ev_pop(s);
         bursts++;
         if (e.kind == EV_JOIN) {
-            frame_add(s, e.node, F_JOIN, e.node);
+            if (s->hops[e.node] == 1)
+                frame_add(s, e.node, F_JOIN, e.node);
             frame_add(s, e.node, F_NODE, e.node);
-            ev_push(s, e.t + 1000000, e.node, EV_TICK);
+            ev_push(s, e.t + 1000000, e.node, EV_TICK, e.node);
         } else if (e.kind == EV_TICK) {
             agent_tick(s, e.node, e.t);
         } else if (e.kind == EV_KILL) {
             rank_end(s, s->victim, 9, e.t);
+        } else if (e.kind == EV_LOST) {
+            frame_add(s, e.node, F_LOST, e.node)->wall = s->lost_ago;
         } else {
             for (uint32_t r = e.node * PER_NODE; r < (e.node + 1) * PER_NODE; r++)
                 if (!s->ra[r].ended)
@@ -324,8 +317,10 @@ static void handle(struct sim *s, const struct frame *f, int64_t now)
         watch_node_joined(s->w, f->node, now);
         return;
     }
-    watch_node_heard(s->w, f->node, now);
-    if (f->op == F_STOP)
+    watch_node_heard(s->w, s->top[f->node], now);
+    if (f->op == F_LOST)
+        watch_node_lost(s->w, f->node, false, now - f->wall, now);
+    else if (f->op == F_STOP)
         watch_task_stopped(s->w, f->rank, f->status == 1, now);
     else if (f->op == F_COLL && watch_progress(s->w, f->rank, f->comm, f->nranks, f->crank,
                                                f->started, f->completed, WATCH_OP_ALLREDUCE,
@@ -333,8 +328,8 @@ static void handle(struct sim *s, const struct frame *f, int64_t now)
         fprintf(stderr, "watch_sim: a report of rank %u was refused\n", f->rank);
     else if (f->op == F_ENDED)
         watch_task_ended(s->w, f->rank, f->status, f->wall, now);
-    if (f->op == F_ENDED && f->status != 0)
-        s->next_due = now; /* A death is looked at as it comes, as the holder does. */
+    if ((f->op == F_ENDED && f->status != 0) || f->op == F_LOST)
+        s->next_due = now; /* A death or a loss is looked at as it comes, as the holder does. */
 }
 
 /* watch_holder_tick's part: the beats due (counted), the verdict, the next
@@ -343,7 +338,7 @@ static long holder_tick(struct sim *s, int64_t now)
 {
     long beats = 0;
     if (now >= s->next_beat) {
-        beats = s->nodes;
+        beats = s->holder_links;
         s->next_beat = now + WATCH_BEAT_MS;
     }
     /* The holder looks at the watch when it may have something due, and
@@ -404,8 +399,8 @@ static void run(struct sim *s)
         int64_t next = s->next_beat * 1000;
         if (s->next_due < INT64_MAX / 1000 && s->next_due * 1000 < next)
             next = s->next_due * 1000;
-        if (s->n_heap && s->heap[0].t + LAT_US < next)
-            next = s->heap[0].t + LAT_US;
+        if (s->n_heap && s->heap[0].arrive < next)
+            next = s->heap[0].arrive;
         int64_t busy = s->t + (int64_t)(cost + 0.5);
         s->t = busy > next ? busy : next;
     }
@@ -417,11 +412,14 @@ static void run(struct sim *s)
 static void expected(const struct sim *s, char *b, size_t n)
 {
     double stall = (double)s->stall_ms / 1000;
+    bool deep = s->hops[s->victim / PER_NODE] > 1;
     if (s->kase == HEALTHY)
         snprintf(b, n, "no verdict in %d s", HEALTHY_S);
-    else if (s->kase == SILENT)
-        snprintf(b, n, "%.0f-%.0f (10 s after its last beat)",
-                 (WATCH_LOST_MS - WATCH_BEAT_MS) / 1000.0, WATCH_LOST_MS / 1000.0);
+    else if (s->kase == SILENT) /* below the top: at its parent's next tick */
+        snprintf(b, n, "%.0f-%.0f (10 s after its last beat%s)",
+                 (WATCH_LOST_MS - WATCH_BEAT_MS) / 1000.0,
+                 (WATCH_LOST_MS + (deep ? WATCH_BEAT_MS : 0)) / 1000.0,
+                 deep ? ", at its parent's tick" : "");
     else if (s->kase == KILLED)
         snprintf(b, n, "%.1f (the settle window)", WATCH_SETTLE_MS / 1000.0);
     else if (s->kase == HUNG && !s->period)
@@ -446,12 +444,8 @@ static bool right(const struct sim *s)
     }
 }
 
-static const char *kind_name(enum watch_kind k)
-{
-    static const char *const names[] = {"none", "died", "node_lost", "stopped", "not_joined",
-                                        "not_completed"};
-    return names[k];
-}
+static const char *const kind_names[] = {"none", "died", "node_lost", "stopped",
+                                         "not_joined", "not_completed"};
 
 static void report(const struct sim *s, double wall)
 {
@@ -465,7 +459,7 @@ static void report(const struct sim *s, double wall)
     char exp[64], got[96] = "none", at[32] = "-";
     expected(s, exp, sizeof exp);
     if (s->got) {
-        snprintf(got, sizeof got, "%s: %" PRIu32 " rank%s from %" PRIu32, kind_name(s->v.kind),
+        snprintf(got, sizeof got, "%s: %" PRIu32 " rank%s from %" PRIu32, kind_names[s->v.kind],
                  s->v.n_ranks, s->v.n_ranks == 1 ? "" : "s", s->v.ranks[0]);
         snprintf(at, sizeof at, "%.3f", (double)(s->verdict_at - EVENT_US) / 1e6);
     }
@@ -474,16 +468,38 @@ static void report(const struct sim *s, double wall)
         snprintf(comms, sizeof comms, "%s: %u", s->dp ? "world + 8 across nodes" : "world + 1 a node",
                  s->dp ? 9 : s->nodes + 1);
     printf("| %u | %u | %s | %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.2f %% | %.2f %% | "
-           "%.2f %% | %.1f %% | %.1f %% | %s | %s | %s | %s | %u (%s ~%u) | %.1f |\n",
+           "%.2f %% | %.1f %% | %.1f %% | %s | %s | %s | %s | %u, %u (%s ~%u) | %.1f |\n",
            s->nodes, s->ranks, comms, kase_names[s->kase], (double)s->frames / secs,
            (double)s->beats / secs, (double)s->turns / secs,
            s->turns ? (double)s->frames / (double)s->turns : 0.0, s->cpu[START_US / 1000000] * 1e3,
            100 * sum / secs, 100 * s->check_cpu / secs, 100 * most, 100 * net / secs,
-           100 * (sum + net) / secs, at, exp, got, right(s) ? "yes" : "NO", s->nodes,
-           s->nodes + 1 > SOCKETS_BOUND ? "over" : "within", SOCKETS_BOUND, wall);
+           100 * (sum + net) / secs, at, exp, got, right(s) ? "yes" : "NO", s->holder_links,
+           s->agent_links,
+           s->holder_links > SOCKETS_BOUND || s->agent_links > SOCKETS_BOUND ? "over" : "within",
+           SOCKETS_BOUND, wall);
 }
 
-/* ---- setup ---- */
+/* The agents' tree of WATCH_SIM_FANOUT: each node's top and hops, and the
+ * holder's and the busiest agent's links. 0, or -1 when out of memory. */
+static int tree(struct sim *s)
+{
+    const char *f = getenv("WATCH_SIM_FANOUT");
+    uint32_t first;
+    s->fanout = f && *f ? (uint32_t)strtoul(f, NULL, 10) : WATCH_TREE_FANOUT;
+    if (!(s->top = malloc(s->nodes * sizeof *s->top)) ||
+        !(s->hops = malloc(s->nodes * sizeof *s->hops)))
+        return -1;
+    s->holder_links = watch_tree_kids(s->fanout, s->nodes, WATCH_TREE_TOP, &first);
+    s->agent_links = 1;
+    for (uint32_t n = 0; n < s->nodes; n++) {
+        uint32_t k = watch_tree_kids(s->fanout, s->nodes, n, &first) + 1;
+        s->agent_links = k > s->agent_links ? k : s->agent_links;
+        s->hops[n] = watch_tree_depth(s->fanout, n) + 1;
+        for (s->top[n] = n; watch_tree_up(s->fanout, s->top[n]) != WATCH_TREE_TOP;)
+            s->top[n] = watch_tree_up(s->fanout, s->top[n]);
+    }
+    return 0;
+}
 
 static int setup(struct sim *s, int argc, char **argv)
 {
@@ -515,13 +531,13 @@ static int setup(struct sim *s, int argc, char **argv)
                                                       : EVENT_US + s->stall_ms * 1000 + 20000000;
     uint32_t *rank_node = malloc(s->ranks * sizeof *rank_node);
     s->ra = calloc(s->ranks, sizeof *s->ra);
-    s->heap = malloc((2 * (size_t)s->nodes + 1) * sizeof *s->heap);
+    s->heap = malloc((2 * (size_t)s->nodes + 2) * sizeof *s->heap);
     for (uint32_t r = 0; rank_node && r < s->ranks; r++)
         rank_node[r] = r / PER_NODE;
     if (rank_node && s->ra && s->heap)
         s->w = watch_new(s->ranks, s->nodes, rank_node, s->stall_ms);
     free(rank_node);
-    if (!s->w) {
+    if (!s->w || tree(s) < 0) {
         fprintf(stderr, "watch_sim: out of memory\n");
         return -1;
     }
@@ -533,12 +549,24 @@ static int setup(struct sim *s, int argc, char **argv)
 static void schedule(struct sim *s)
 {
     for (uint32_t n = 0; n < s->nodes; n++)
-        ev_push(s, (int64_t)(mix(n + 7) % 1000000), n, EV_JOIN);
+        ev_push(s, (int64_t)(mix(n + 7) % 1000000), n, EV_JOIN, n);
+    uint32_t vn = s->victim / PER_NODE;
+    if (s->kase == SILENT && s->hops[vn] > 1) {
+        /* Its parent last heard it at its last tick before the event, one hop
+         * later, and reports it at its first tick 10 s after that. */
+        uint32_t p = watch_tree_up(s->fanout, vn);
+        int64_t jv = (int64_t)(mix(vn + 7) % 1000000), jp = (int64_t)(mix(p + 7) % 1000000);
+        int64_t heard = jv + (EVENT_US - jv) / 1000000 * 1000000 + LAT_US;
+        int64_t due = heard + (int64_t)WATCH_LOST_MS * 1000;
+        int64_t at = jp + (due - jp + 999999) / 1000000 * 1000000;
+        s->lost_ago = (at - heard) / 1000;
+        ev_push(s, at, vn, EV_LOST, p);
+    }
     if (s->kase != KILLED)
         return;
-    ev_push(s, EVENT_US, s->victim / PER_NODE, EV_KILL);
+    ev_push(s, EVENT_US, s->victim / PER_NODE, EV_KILL, s->victim / PER_NODE);
     for (uint32_t n = 0; n < s->nodes; n++)
-        ev_push(s, EVENT_US + 100000 + (int64_t)(mix(n + 11) % 500000), n, EV_CASCADE);
+        ev_push(s, EVENT_US + 100000 + (int64_t)(mix(n + 11) % 500000), n, EV_CASCADE, n);
 }
 
 /* What one CLOCK_PROCESS_CPUTIME_ID reading costs, taken off each measure. */
@@ -563,6 +591,8 @@ int main(int argc, char **argv)
     bool ok = right(&s);
     watch_free(s.w);
     free(s.ra);
+    free(s.top);
+    free(s.hops);
     free(s.heap);
     free(s.f);
     return ok ? 0 : 1;

@@ -9,6 +9,7 @@
 
 #include "hostlist.h"
 #include "spank_env.h"
+#include "watch_tree.h"
 
 #ifndef COHORT_NCCL_PROFILER_PATH
 #error COHORT_NCCL_PROFILER_PATH: where libcohort-nccl-profiler.so is installed (set by the build)
@@ -51,6 +52,23 @@ static int watch_file(struct watch_step *w, spank_t sp, struct cohort_err *err)
     return rc;
 }
 
+/* The job's COHORT_WATCH_FANOUT into w->fanout (unset: 0, the default).
+ * 0, or -1 with err. */
+static int watch_fanout(struct watch_step *w, spank_t sp, struct cohort_err *err)
+{
+    char *f = get_env(sp, "COHORT_WATCH_FANOUT");
+    uint32_t n = 0;
+    int rc = 0;
+    if (f && *f && (parse_u32("COHORT_WATCH_FANOUT", f, &n, err) < 0 || n == 0 ||
+                    n > WATCH_TREE_FANOUT_MAX))
+        rc = cohort_fail(err, "--cohort-watch: COHORT_WATCH_FANOUT='%.40s' is not a number "
+                         "from 1 to %u: give one, or unset it for the default (%u)", f,
+                         WATCH_TREE_FANOUT_MAX, WATCH_TREE_FANOUT);
+    w->fanout = n;
+    free(f);
+    return rc;
+}
+
 void watch_step_choose(struct watch_step *w, spank_t sp, const struct plugin_args *args,
                        const char *srun_watch, bool opt_given, const char *opt,
                        enum cohort_plugin_mode mode)
@@ -68,6 +86,8 @@ void watch_step_choose(struct watch_step *w, spank_t sp, const struct plugin_arg
                  mode == PLUGIN_MODE_INFER ? "infer" : "env");
     else if (rc == 0 && stall > 0)
         rc = watch_file(w, sp, &err);
+    if (rc == 0 && stall > 0 && !w->note[0])
+        rc = watch_fanout(w, sp, &err);
     if (rc < 0) {
         snprintf(w->error, sizeof w->error, "%s", err.msg); /* each task says it */
         return;
@@ -136,6 +156,7 @@ int watch_step_record(const struct watch_step *w, const struct cohort_step *step
     rc = envlist_set(record, "COHORT_STORE_SERVE", "0");
     rc |= envlist_set(record, "COHORT_STORE_ADDR", host);
     rc |= envlist_setf(record, "COHORT_STORE_PORT", "%u", port);
+    rc |= w->fanout ? envlist_setf(record, "COHORT_WATCH_FANOUT", "%u", w->fanout) : 0;
     return rc ? -1 : 0;
 }
 

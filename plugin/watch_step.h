@@ -32,6 +32,7 @@ struct watch_step {
                                    waiting; 0: the step is not watched */
     bool asked;                 /* the job or the site asked for it */
     char file[4096];            /* COHORT_WATCH_FILE, absolute; "": none */
+    unsigned fanout;            /* COHORT_WATCH_FANOUT: the agents' tree's; 0: the default */
     char profiler[4096];        /* the NCCL profiler plugin the tasks get */
     char error[COHORT_ERR_LEN]; /* asked for wrongly: each task fails with it */
     char note[COHORT_ERR_LEN];  /* asked for where it does not apply: said once */
@@ -66,7 +67,8 @@ char *watch_step_gpus(const struct cohort_node_plan *plan, const struct cohort_t
  * COHORT_WATCH, COHORT_WATCH_FILE, COHORT_WATCH_GPUS and, when the store
  * is not served (store_served false), COHORT_STORE_SERVE=0 with the
  * holder's host (node 0's) and the watch's port, read with record's
- * COHORT_SECRET. 0, or -1 when out of memory. */
+ * COHORT_SECRET, and the job's COHORT_WATCH_FANOUT when it gave one (the
+ * agents' tree, watch_tree.h). 0, or -1 when out of memory. */
 int watch_step_record(const struct watch_step *w, const struct cohort_step *step,
                       const struct cohort_node_plan *plan, const struct cohort_topology *topo,
                       const struct plugin_args *args, bool store_served,

@@ -233,6 +233,7 @@ endif
 # for reading when something failed).
 clean-local:
 	rm -rf tests/cluster-run tests/python-cluster-run tests/store-run tests/mps-run tests/topo-cache-run \
+		tests/watch-run tests/watch-tree-run \
 		bench-cluster demo-cluster
 
 # Hardening of what runs in slurmstepd or in jobs (relro/now, stack
@@ -274,7 +275,11 @@ EXTRA_DIST += tests/store-local.sh tests/store.sh tests/store/store_ops.py tests
 # The step watch under real Slurm: a rank killed or stopped, a node's link
 # lost, a slow step, a stranger, the option's sources.
 TESTS += tests/watch.sh
-EXTRA_DIST += tests/watch.sh tests/watch/watch_loop.py
+EXTRA_DIST += tests/watch.sh tests/watch/watch_loop.py tests/watch/watch-lib.sh
+# The agents' tree of nodes on 4 nodes: its shape, a death two agents below
+# the holder, a middle node lost, a parent that leaves first, healthy runs.
+TESTS += tests/watch-tree.sh
+EXTRA_DIST += tests/watch-tree.sh
 TESTS += tests/python.sh tests/python-cluster.sh
 EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \

@@ -14,6 +14,7 @@
 # the cluster cannot run, under the sanitizers, or without torch.
 . "$COHORT_SRCDIR/tests/tap.sh"
 . "$COHORT_SRCDIR/tests/cluster/test-cluster.sh"
+. "$COHORT_SRCDIR/tests/watch/watch-lib.sh"
 py=/usr/bin/python3
 loop="$COHORT_SRCDIR/tests/watch/watch_loop.py"
 
@@ -25,10 +26,6 @@ cluster_up 2
 
 env="ALL,COHORT_AGENT=$COHORT_BUILDDIR/runtime/agent/cohort-agent,OMP_NUM_THREADS=1"
 env="$env,COHORT_WORK_COORD=$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
-why() { grep -v '^srun: ' "$1.err" | grep -v '^cohort: rank\|^cohort: node' | head -3 | cut -c1-200 | tr '\n' ';'; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-
 # start NAME ARGS...: srun -N2 --ntasks-per-node=2 ARGS with the loop in the
 # background (bounded), its output in $tmp/NAME, $tmp/NAME.err; its files
 # (pids, the verdict) in $work/NAME; srun's pid in $srun.
@@ -42,31 +39,6 @@ start() {
         "$py" "$loop" "$work/$name" >"$tmp/$name" 2>"$tmp/$name.err" &
     srun=$!
 }
-# running NAME: waits (60 s at most) until all 4 ranks are in their loop.
-running() {
-    local i
-    for i in $(seq 600); do
-        [ "$(ls "$work/$1"/running.* 2>/dev/null | wc -l)" = 4 ] && return 0
-        kill -0 "$srun" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
-pid_of() { cat "$work/$1/pid.$2"; }
-# left NAME: the ranks whose process is still there.
-left() {
-    local r out=""
-    for r in 0 1 2 3; do kill -0 "$(pid_of "$1" "$r")" 2>/dev/null && out="$out $r"; done
-    echo "$out"
-}
-# lines NAME: the watch's lines on srun's stderr.
-lines() { grep -c '^cohort: \(rank\|node\|allreduce\)' "$tmp/$1.err"; }
-# verdict NAME EXPR: whether the JSON verdict satisfies the Python EXPR over v.
-verdict() {
-    "$py" -c "import json,sys; v=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" \
-        "$work/$1/verdict.json" 2>/dev/null
-}
-
 # hit NAME SIGNAL RANK: once NAME's loop runs, sends SIGNAL to RANK and waits
 # for srun; sets rc (srun's status, or "running" when the loop never ran)
 # and took (the seconds from the signal to srun's return, or -).
@@ -74,7 +46,7 @@ hit() {
     if running "$1"; then
         local t0
         t0=$(now)
-        kill -"$2" "$(pid_of "$1" "$3")"
+        kill -"$2" "$(cat "$work/$1/pid.$3")"
         wait "$srun"
         rc=$?
         took=$(since "$t0" "$(now)")
@@ -111,22 +83,7 @@ ok $? "--cohort-watch=3: rank 1 SIGSTOPped mid-loop: named in one line, every ta
 
 # --- a node's link lost --------------------------------------------------------
 start link --cohort-watch=60
-if running link; then
-    t0=$(now)
-    "$cluster" exec "$dir" n2 ip link set eth0 down
-    for i in $(seq 600); do
-        [ -z "$(left link | tr -d ' 23')" ] && break
-        sleep 0.1
-    done
-    took=$(since "$t0" "$(now)")
-    "$cluster" exec "$dir" n2 ip link set eth0 up
-    wait "$srun"
-    rc=$?
-else
-    wait "$srun"
-    rc=running
-    took=-
-fi
+cut_link link n2 23
 line=$(grep '^cohort: node n2' "$tmp/link.err" | head -1)
 echo "$line" | grep -Eq '^cohort: node n2 \(ranks 2-3\) has not been heard from for [0-9]+ s; ending the step$' &&
     [ "$rc" != 0 ] && [ "$rc" != 124 ] && awk -v t="$took" 'BEGIN { exit !(t < 60) }' &&

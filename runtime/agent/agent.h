@@ -27,6 +27,11 @@
 /* The node's clients are not read while this much is unsent to the
  * holder, which reads the agent's queries as it sends their answers out. */
 #define AGENT_UP_OUT_MAX (16u << 20)
+/* The dial to the agent above in the watch's tree gives up after this (s),
+ * or the step's timeout if shorter: a parent listens before its node's
+ * tasks start, so one that does not answer by then never will, and the
+ * holder is dialed instead. */
+#define AGENT_PARENT_DIAL_S 30
 
 /* A client is a local TCPStore client; a rank's TCPStore object holds one
  * or two. */
@@ -64,11 +69,17 @@ struct agent {
     uint32_t next_id;
     struct coord_config relays; /* the step and node whose relays it runs (host.h) */
     struct node_watch *watch;   /* the node's part of the step watch; NULL: not watched */
+    struct node_tree *tree;     /* its place in the watch's tree; NULL: none */
 };
 
-/* agent_up.c: agent_up_start dials the holder, with the step's timeout as
- * its deadline. Returns 0, or -1 with err. */
-int agent_up_start(struct agent *a, struct cohort_err *err);
+/* agent_up.c: agent_up_start makes the agent's loop, whose admit (with a
+ * as its context) takes what dials the agent. Returns 0, or -1 with err. */
+int agent_up_start(struct agent *a, enum net_admit (*admit)(void *, const struct hs_hello *,
+                                                            bool, struct cohort_err *),
+                   struct cohort_err *err);
+/* Dials node's agent (WATCH_TREE_TOP: the holder) within timeout_s, in
+ * place of the link up there was. Returns 0, or -1 with err. */
+int agent_up_dial(struct agent *a, uint32_t node, int timeout_s, struct cohort_err *err);
 /* Sends a frame to the holder. Returns 0, or -1 when out of memory or
  * there is no link. */
 int agent_up_send(struct agent *a, uint16_t op, uint32_t client, const uint8_t *p1,
@@ -126,9 +137,11 @@ void node_watch_ended(struct agent *a, uint32_t rank, uint32_t status);
 void node_watch_connected(struct agent *a);
 /* Something came from the holder at now. */
 void node_watch_heard(struct agent *a, int64_t now);
-/* Takes a frame of the holder's that is the watch's (a beat, the verdict,
- * the end of the watch); false when op is not the watch's. */
-bool node_watch_frame(struct agent *a, uint16_t op, const uint8_t *rest, size_t len);
+/* Takes a frame from up that is the watch's (a beat, the verdict, the end
+ * of the watch, the goodbye of the agent above), c being its head; false
+ * when op is not the watch's. */
+bool node_watch_frame(struct agent *a, uint16_t op, uint32_t c, const uint8_t *rest,
+                      size_t len);
 /* The link to the holder closed or failed: unless the holder said it ends,
  * its node is lost and the node's tasks are ended. */
 void node_watch_link_down(struct agent *a);
@@ -140,6 +153,54 @@ int64_t node_watch_wait(const struct agent *a, int64_t now);
 /* The step ended on the node: goodbye to the holder, the directory
  * removed, the watch freed. */
 void node_watch_end(struct agent *a);
+
+/* node_tree.c: the agent's place in the watch's tree of nodes
+ * (watch_tree.h), in a watched step whose store is not served: it listens
+ * for the agents below it (on the holder's port, on its own node), passes
+ * their frames up but their beats, judges their silence as the holder
+ * judges its agents' and tells up the loss of one (STORE_WATCH_LOST),
+ * beats to them, and passes down the verdict and the end of the watch.
+ * node_tree_start reads COHORT_STORE_SERVE and COHORT_WATCH_FANOUT (1 to
+ * WATCH_TREE_FANOUT_MAX; WATCH_TREE_FANOUT when unset) from the record and
+ * listens when the node has agents below it. Unwatched (watched false), or
+ * with the store served, it does nothing and every agent dials the holder.
+ * Returns 0, or -1 with err. */
+int node_tree_start(struct agent *a, const struct envlist *env, bool watched,
+                    struct cohort_err *err);
+/* The tree's fanout, 0 when there is no tree (every agent dials the holder). */
+uint32_t node_tree_fanout(const struct agent *a);
+/* The node whose agent this one dials: WATCH_TREE_TOP for the holder. */
+uint32_t node_tree_parent(const struct agent *a);
+/* How long the first dial up may take (s): the step's timeout, or
+ * AGENT_PARENT_DIAL_S to a parent when that is shorter. */
+int node_tree_dial_s(const struct agent *a);
+/* Is the loop's admit: an agent of a node right below this one, once. */
+enum net_admit node_tree_admit(void *ctx, const struct hs_hello *h, bool via_unix,
+                               struct cohort_err *why);
+/* Serves the listener in the agent's loop (before the first net_poll).
+ * Returns 0, or -1 with err. */
+int node_tree_attach(struct agent *a, struct cohort_err *err);
+/* Handles a round of the loop's events of the agents below. */
+void node_tree_events(struct agent *a, struct net_event *ev, int n);
+/* Passes a frame from up (op, head c) down to every agent below. */
+void node_tree_pass(struct agent *a, uint16_t op, uint32_t c, const uint8_t *p, size_t len);
+/* The link up is connected. */
+void node_tree_connected(struct agent *a);
+/* The agent above is gone for this one: it said goodbye, its link closed
+ * or failed, or it fell silent. True when the holder is to be dialed in its
+ * place (node_tree_turn); false when the one above is the holder already,
+ * which is then lost. */
+bool node_tree_redial(struct agent *a);
+/* Once a loop turn: dials the holder when node_tree_redial said so.
+ * Returns 0, or -1 with err when that dial could not start. */
+int node_tree_turn(struct agent *a, struct cohort_err *err);
+/* Once a second (node_watch_tick): beats down, and the silence of the
+ * agents below judged; gap_ms: how late the tick is when the agent was
+ * stopped (that time is no one's silence), else 0. */
+void node_tree_tick(struct agent *a, int64_t now, int64_t gap_ms);
+/* The node's tasks ended: the agents below are told (they dial the holder). */
+void node_tree_leave(struct agent *a);
+void node_tree_end(struct agent *a);
 
 /* peer.c: peer_tcp_owner finds the uid and socket inode of the loopback
  * TCP client connected to fd (from the kernel's socket diagnostics).

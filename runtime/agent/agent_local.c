@@ -257,7 +257,7 @@ static void answer(struct agent *a, const struct wire_frame *f)
     size_t len;
     if (f->type != WIRE_STORE || store_msg_get(f->payload, f->len, &id, &rest, &len) < 0)
         return;
-    if (node_watch_frame(a, f->flags, rest, len))
+    if (node_watch_frame(a, f->flags, id, rest, len))
         return;
     struct client *c = agent_local_find(a, id);
     if (!c)

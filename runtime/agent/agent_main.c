@@ -134,7 +134,8 @@ static int start_holder(struct agent *a, const struct envlist *env, struct cohor
                                .num_nodes = a->step.num_nodes, .rank_node = a->rank_node,
                                .join_timeout_s = (uint32_t)a->timeout_s,
                                .verbose = a->verbose, .port = a->port,
-                               .watch_stall_s = node_watch_stall(a)};
+                               .watch_stall_s = node_watch_stall(a),
+                               .fanout = node_tree_fanout(a)};
     memcpy(cfg.view, a->view, sizeof cfg.view);
     snprintf(cfg.name, sizeof cfg.name, "PyTorch's");
     const char *path = envlist_get(env, "COHORT_WORK_COORD");
@@ -223,8 +224,10 @@ static void serve(struct agent *a)
         struct net_event *ev;
         struct cohort_err e;
         int n = net_poll(a->net, 0, &ev, &e);
-        if (n > 0)
+        if (n > 0) {
             agent_local_up_events(a, ev, n);
+            node_tree_events(a, ev, n);
+        }
         size_t served = a->n_c; /* Clients accepted below are polled next round. */
         for (size_t i = 0; i < served; i++)
             if (p[POLL_HEAD + i].revents)
@@ -233,6 +236,10 @@ static void serve(struct agent *a)
             agent_local_accept(a);
         agent_local_sweep(a);
         node_watch_tick(a, base_now_ms());
+        if (node_tree_turn(a, &e) < 0) {
+            snprintf(a->up_error, sizeof a->up_error, "%s", e.msg);
+            node_watch_link_down(a);
+        }
         net_flush(a->net, base_now_ms()); /* It writes what the socket takes now. */
     }
     free(p);
@@ -278,6 +285,8 @@ static int start(struct agent *a, struct cohort_err *err)
         rc = configure(a, &env, err);
     if (rc == 0)
         rc = node_watch_start(a, &env, err);
+    if (rc == 0)
+        rc = node_tree_start(a, &env, node_watch_stall(a) > 0, err);
     if (rc == 0) {
         net_fd_limit(); /* It raises the soft limit to the hard one. */
         rc = agent_local_listen(a, err);
@@ -287,7 +296,11 @@ static int start(struct agent *a, struct cohort_err *err)
     if (rc == 0 && a->step.node_id == 0)
         rc = start_holder(a, &env, err);
     if (rc == 0)
-        rc = agent_up_start(a, err);
+        rc = agent_up_start(a, node_tree_admit, err);
+    if (rc == 0)
+        rc = node_tree_attach(a, err);
+    if (rc == 0)
+        rc = agent_up_dial(a, node_tree_parent(a), node_tree_dial_s(a), err);
     const char *secret = envlist_get(&env, "COHORT_SECRET");
     if (secret)
         explicit_bzero((char *)secret, strlen(secret));

@@ -4,7 +4,7 @@
 pkglibexec_PROGRAMS += runtime/agent/cohort-agent
 runtime_agent_cohort_agent_SOURCES = runtime/agent/agent.h runtime/agent/agent_main.c \
 	runtime/agent/agent_up.c runtime/agent/agent_local.c runtime/agent/peer.c \
-	runtime/agent/node_watch.c
+	runtime/agent/node_watch.c runtime/agent/node_tree.c
 runtime_agent_cohort_agent_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DCOHORT_WORK_COORD_PATH='"$(pkglibexecdir)/cohort-work-coord"'
 runtime_agent_cohort_agent_LDADD = runtime/relay/libcohort_relay.la \

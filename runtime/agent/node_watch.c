@@ -2,10 +2,11 @@
  * see agent.h). It knows the node's tasks (the plugin's "task LOCAL RANK
  * PID" lines), looks at each one's state in /proc and at its NCCL
  * profiler's record (watch_shm.h) once a second and reports changes to the
- * store holder, beats to the holder, and watches the holder in turn. A
- * verdict, the holder's or its own when the holder is lost, becomes one
- * "end TELL LINE" line to the plugin, which ends the node's tasks; the
- * teller's node also writes the JSON object to COHORT_WATCH_FILE.
+ * store holder, beats up, and watches the node above in turn: the holder,
+ * or in the watch's tree (node_tree.c) the agent above it. A verdict, the
+ * holder's or its own when the node above is lost, becomes one "end TELL
+ * LINE" line to the plugin, which ends the node's tasks; the teller's node
+ * also writes the JSON object to COHORT_WATCH_FILE.
  *
  * Decisions: a task is stopped when its own process is in state T or t
  * (SIGSTOP, a debugger), never because it computes: a running task is
@@ -29,6 +30,7 @@
 #include "watch.h"
 #include "watch_shm.h"
 #include "watch_text.h"
+#include "watch_tree.h"
 
 /* One task of the node, as the plugin told of it. */
 struct watched_task {
@@ -129,6 +131,7 @@ static void leave(struct agent *a)
 {
     struct node_watch *w = a->watch;
     w->left = true;
+    node_tree_leave(a); /* The agents below dial the holder, whatever this link's state. */
     if (!a->up_ready && !a->up_error[0])
         return; /* The link is still being made: the goodbye follows it. */
     if (a->up_ready && !w->bye_sent) {
@@ -192,6 +195,15 @@ void node_watch_connected(struct agent *a)
     agent_up_send(a, STORE_WATCH_NODE, a->step.node_id, (const uint8_t *)host, hl,
                   (const uint8_t *)a->watch->gpus, gl);
     a->watch->heard = base_now_ms();
+    /* A link made again (in the tree, to the holder in place of the parent)
+     * may have lost what the old one carried: every state is told anew,
+     * which the holder takes as it is (ends, stops and counts are kept once). */
+    for (uint32_t i = 0; i < a->watch->n_t; i++) {
+        struct watched_task *t = &a->watch->t[i];
+        t->told = t->stopped = false;
+        memset(t->sent, 0, sizeof t->sent);
+    }
+    node_tree_connected(a);
     tell_ends(a);
     if (a->watch->left)
         leave(a);
@@ -256,13 +268,21 @@ static void end_tasks(struct agent *a, bool tell, bool alone, const char *line,
         write_verdict(w->file, json);
 }
 
-bool node_watch_frame(struct agent *a, uint16_t op, const uint8_t *rest, size_t len)
+bool node_watch_frame(struct agent *a, uint16_t op, uint32_t c, const uint8_t *rest,
+                      size_t len)
 {
     struct node_watch *w = a->watch;
-    if (!w || (op != STORE_BEAT && op != STORE_VERDICT && op != STORE_WATCH_OVER))
+    if (!w || (op != STORE_BEAT && op != STORE_VERDICT && op != STORE_WATCH_OVER &&
+               op != STORE_WATCH_BYE))
         return false;
+    if (op == STORE_WATCH_BYE) {
+        if (c == node_tree_parent(a))
+            node_tree_redial(a); /* It left: the holder is dialed. */
+        return true;
+    }
     if (op == STORE_WATCH_OVER) {
         w->over = true;
+        node_tree_pass(a, op, 0, rest, len);
         if (w->ack_over)
             ack();
         w->ack_over = false;
@@ -277,20 +297,40 @@ bool node_watch_frame(struct agent *a, uint16_t op, const uint8_t *rest, size_t 
     const char *json = line + ll + 1;
     if (strnlen(json, len - 4 - ll - 1) == len - 4 - ll - 1)
         json = NULL;
+    if (!w->ended)
+        node_tree_pass(a, op, 0, rest, len);
     end_tasks(a, teller == a->step.node_id, false, line, json);
     return true;
 }
 
-/* The verdict this agent makes alone when the holder's node (node 0) is
- * lost: closed (its link closed) or silent since since. */
-static void holder_lost(struct agent *a, bool closed, int64_t since, int64_t now)
+/* Passes a verdict of this agent's own down the watch's tree: the teller,
+ * the line and the JSON object, as the holder sends one. */
+static void pass_verdict(struct agent *a, uint32_t teller, const char *line, const char *json)
+{
+    size_t ll = strlen(line) + 1, jl = json ? strlen(json) + 1 : 1;
+    uint8_t *p = malloc(4 + ll + jl);
+    if (!p)
+        return;
+    wire_put32(p, teller);
+    memcpy(p + 4, line, ll);
+    memcpy(p + 4 + ll, json ? json : "", jl);
+    node_tree_pass(a, STORE_VERDICT, 0, p, 4 + ll + jl);
+    free(p);
+}
+
+/* The verdict this agent makes alone when the node above it is lost: the
+ * holder's (node 0) or, in the watch's tree, its parent's: closed (its
+ * link closed) or silent since since. The agents below are told it. */
+static void up_lost(struct agent *a, bool closed, int64_t since, int64_t now)
 {
     const struct cohort_step *s = &a->step;
-    struct watch_verdict v = {.kind = WATCH_NODE_LOST, .node = 0, .closed = closed,
+    uint32_t up = node_tree_parent(a);
+    up = up == WATCH_TREE_TOP ? 0 : up;
+    struct watch_verdict v = {.kind = WATCH_NODE_LOST, .node = up, .closed = closed,
                               .since_ms = since, .now_ms = now,
-                              .teller = s->num_nodes > 1 ? 1 : 0};
+                              .teller = s->num_nodes > 1 && up == 0 ? 1 : 0};
     for (uint32_t r = 0; r < s->num_tasks; r++)
-        if (a->rank_node[r] == 0 && v.n_ranks++ < WATCH_RANKS_MAX)
+        if (a->rank_node[r] == up && v.n_ranks++ < WATCH_RANKS_MAX)
             v.ranks[v.n_ranks - 1] = r;
     char **host = calloc(s->num_nodes, sizeof *host);
     for (uint32_t n = 0; host && n < s->num_nodes; n++) {
@@ -305,6 +345,8 @@ static void holder_lost(struct agent *a, bool closed, int64_t since, int64_t now
     char line[1024];
     watch_line(&v, &names, line, sizeof line);
     char *json = watch_json(&v, &names, line);
+    if (!a->watch->ended)
+        pass_verdict(a, v.teller, line, json);
     end_tasks(a, v.teller == s->node_id, true, line, json);
     free(json);
     for (uint32_t n = 0; host && n < s->num_nodes; n++)
@@ -315,12 +357,15 @@ static void holder_lost(struct agent *a, bool closed, int64_t since, int64_t now
 void node_watch_link_down(struct agent *a)
 {
     struct node_watch *w = a->watch;
+    /* The agent above left, or never answered: the holder is dialed. */
+    if (w && !w->over && !w->ended && !w->left && node_tree_redial(a))
+        return;
     if (w && (w->ack_over || (w->left && !w->bye_sent)))
         ack(); /* The holder is gone: nothing more to wait for. */
     if (w)
         w->ack_over = false;
     if (w && !w->over && !w->ended && !w->left)
-        holder_lost(a, true, w->heard, base_now_ms());
+        up_lost(a, true, w->heard, base_now_ms());
 }
 
 /* Returns whether pid's process is stopped (state T or t in /proc). */
@@ -375,13 +420,15 @@ void node_watch_tick(struct agent *a, int64_t now)
         return;
     /* A tick seconds late means the agent was stopped (a suspended step
      * stops it with the holder): that time is not the holder's silence. */
-    if (w->next_tick && now - w->next_tick > WATCH_PAUSE_MS)
-        w->heard += now - w->next_tick;
+    int64_t gap = w->next_tick && now - w->next_tick > WATCH_PAUSE_MS ? now - w->next_tick : 0;
+    w->heard += gap;
     w->next_tick = now + WATCH_BEAT_MS;
+    node_tree_tick(a, now, gap);
     if (!a->up_ready)
         return;
     if (!w->over && !w->left && now - w->heard >= WATCH_LOST_MS) {
-        holder_lost(a, false, w->heard, now);
+        if (!node_tree_redial(a)) /* The parent is lost: the holder is dialed. */
+            up_lost(a, false, w->heard, now);
         return;
     }
     agent_up_send(a, STORE_BEAT, 0, NULL, 0, NULL, 0);
@@ -431,6 +478,7 @@ void node_watch_end(struct agent *a)
         if (w->t[i].rec)
             watch_shm_close(w->t[i].rec);
     remove_dir(w);
+    node_tree_end(a);
     if (w->dirfd >= 0)
         close(w->dirfd);
     free(w->t);

@@ -11,6 +11,7 @@
 #include "base_sys.h"
 #include "store_msg.h"
 #include "watch_holder.h"
+#include "watch_tree.h"
 #include "wire.h"
 
 #define HOLDER_WAIT_MS 1000 /* The longest poll: the join deadline is checked this often. */
@@ -37,6 +38,8 @@ struct store_holder {
     struct net_conn **agent;  /* per node */
     bool *claimed;            /* per node: whether an agent was admitted (one per node, ever) */
     uint32_t came, connected;
+    uint32_t expected;        /* agents that dial the holder: every node's, or in the
+                               * watch's tree (cfg->fanout > 0) those at its top */
     int64_t join_by;
     bool oom;
     char gone[128];           /* the first rank (or node) gone before its time; "": none */
@@ -72,18 +75,8 @@ static void send_agent(struct store_holder *sh, uint64_t client, enum store_msg_
                        const void *p, size_t len)
 {
     struct net_conn *c = sh->agent[client >> 32];
-    uint8_t *b = malloc(STORE_MSG_HEAD + len);
-    if (!b) {
+    if (c && store_msg_send(c, UINT32_MAX, (uint16_t)op, (uint32_t)client, p, len, NULL, 0) < 0)
         sh->oom = true;
-        return;
-    }
-    store_msg_head(b, (uint32_t)client);
-    if (len)
-        memcpy(b + STORE_MSG_HEAD, p, len);
-    if (c && net_send(c, WIRE_STORE, (uint16_t)op, UINT32_MAX, b,
-                      (uint32_t)(STORE_MSG_HEAD + len)) < 0)
-        sh->oom = true;
-    free(b);
 }
 
 /* Sends the store's answers and watch messages, each to its client's node,
@@ -123,6 +116,8 @@ static int service_new(const struct coord_config *cfg, void **out, struct cohort
         return -1;
     sh->cfg = cfg;
     sh->join_by = base_now_ms() + (int64_t)cfg->join_timeout_s * 1000;
+    uint32_t first;
+    sh->expected = watch_tree_kids(cfg->fanout, cfg->num_nodes, WATCH_TREE_TOP, &first);
     return 0;
 }
 
@@ -238,7 +233,7 @@ static int request(struct store_holder *sh, uint32_t node, const struct wire_fra
     if (f->flags == STORE_GONE) {
         store_kv_gone(sh->kv, client);
     } else if (f->flags == STORE_ENDED && (len == 4 || len == 12) && c < sh->cfg->size &&
-               sh->cfg->rank_node[c] == node) {
+               watch_tree_below(sh->cfg->fanout, node, sh->cfg->rank_node[c])) {
         uint32_t st = wire_get32(rest);
         char how[64], text[128];
         store_msg_status(st, how, sizeof how);
@@ -365,7 +360,7 @@ static int service_run(void *svc, struct net *net, struct cohort_err *err)
     struct store_holder *sh = svc;
     sh->net = net;
     int64_t now = base_now_ms();
-    while (sh->connected || (sh->came < sh->cfg->num_nodes && now < sh->join_by)) {
+    while (sh->connected || (sh->came < sh->expected && now < sh->join_by)) {
         struct net_event *ev;
         resume(sh);
         if (sh->oom)
@@ -391,7 +386,7 @@ static int service_run(void *svc, struct net *net, struct cohort_err *err)
     net_flush(net, base_now_ms() + 1000);
     if (sh->cfg->verbose)
         fprintf(stderr, "cohort: store: %lld keys; %u of %u node agents came\n",
-                (long long)store_kv_size(sh->kv), sh->came, sh->cfg->num_nodes);
+                (long long)store_kv_size(sh->kv), sh->came, sh->expected);
     return 0;
 }
 

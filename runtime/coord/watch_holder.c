@@ -11,6 +11,7 @@
 #include "store_msg.h"
 #include "watch.h"
 #include "watch_text.h"
+#include "watch_tree.h"
 
 /* The longest the holder goes without looking at the watch. Reports make
  * nothing due sooner than a stall (a second at least), except a death (its
@@ -24,12 +25,13 @@ struct watch_holder {
     char **host;               /* per node: its host name, as its agent said */
     char **gpu;                /* per rank: its GPU, as its node's agent said; NULL: none */
     int64_t next_beat;
-    int64_t death_at;          /* when the first death was reported; 0: none */
     int64_t over_at;           /* when the watch's end is told; 0: not asked */
     int64_t next_check;        /* when the watch is looked at next (the caller's clock) */
     int64_t wake_by;           /* when the holder's loop is to run again at the latest */
     bool verdict_sent;
     bool over;
+    uint8_t *verdict;          /* the VERDICT frame's payload sent, for agents that join later */
+    size_t verdict_len;
 };
 
 struct watch_holder *watch_holder_new(const struct coord_config *cfg, struct net_conn **agent,
@@ -62,13 +64,9 @@ void watch_holder_free(struct watch_holder *wh)
         free(wh->gpu[i]);
     free(wh->host);
     free(wh->gpu);
+    free(wh->verdict);
     watch_free(wh->w);
     free(wh);
-}
-
-void watch_holder_joined(struct watch_holder *wh, uint32_t node, int64_t now)
-{
-    watch_node_joined(wh->w, node, now);
 }
 
 void watch_holder_heard(struct watch_holder *wh, uint32_t node, int64_t now)
@@ -90,15 +88,18 @@ static int send_to(struct watch_holder *wh, uint32_t node, uint16_t op, const vo
     struct net_conn *c = wh->agent[node];
     if (!c || c->state != NET_READY)
         return 0;
-    uint8_t *b = malloc(STORE_MSG_HEAD + len);
-    if (!b)
-        return -1;
-    store_msg_head(b, 0);
-    if (len)
-        memcpy(b + STORE_MSG_HEAD, p, len);
-    int rc = net_send(c, WIRE_STORE, op, UINT32_MAX, b, (uint32_t)(STORE_MSG_HEAD + len));
-    free(b);
-    return rc;
+    return store_msg_send(c, UINT32_MAX, op, 0, p, len, NULL, 0);
+}
+
+void watch_holder_joined(struct watch_holder *wh, uint32_t node, int64_t now)
+{
+    watch_node_joined(wh->w, node, now);
+    /* An agent that dials the holder late (its parent in the tree left, or
+     * was lost) is told what the others were told. */
+    if (wh->verdict)
+        send_to(wh, node, STORE_VERDICT, wh->verdict, wh->verdict_len);
+    if (wh->over)
+        send_to(wh, node, STORE_WATCH_OVER, NULL, 0);
 }
 
 /* Reads a STORE_WATCH_NODE: node's host name and its tasks' GPUs, by local
@@ -107,12 +108,14 @@ static int node_said(struct watch_holder *wh, uint32_t node, const uint8_t *p, s
 {
     const char *host = (const char *)p;
     size_t hl = strnlen(host, len);
-    if (hl == len || hl == 0 || hl > 255 || wh->host[node])
+    if (hl == len || hl == 0 || hl > 255)
         return -1;
     const char *gpus = host + hl + 1;
     size_t gl = strnlen(gpus, len - hl - 1);
     if (gl == len - hl - 1)
         return -1;
+    if (wh->host[node])
+        return 1; /* It said so before, and dials again: its parent in the tree left. */
     if (!(wh->host[node] = strdup(host)))
         return 1; /* The node is named by number instead. */
     char *copy = strdup(gpus), *save = NULL;
@@ -127,10 +130,41 @@ static int node_said(struct watch_holder *wh, uint32_t node, const uint8_t *p, s
     return 1;
 }
 
-/* Whether rank c is one of node's. */
+/* Whether node n is top's own or below it in the watch's tree, so that
+ * top's agent speaks for it. */
+static bool below(const struct watch_holder *wh, uint32_t top, uint32_t n)
+{
+    return n < wh->cfg->num_nodes && watch_tree_below(wh->cfg->fanout, top, n);
+}
+
+/* Whether rank c is of node's or of a node below it. */
 static bool ours(const struct watch_holder *wh, uint32_t node, uint32_t c)
 {
-    return c < wh->cfg->size && wh->cfg->rank_node[c] == node;
+    return c < wh->cfg->size && below(wh, node, wh->cfg->rank_node[c]);
+}
+
+/* Node p of the watch's tree left: its children that are still running
+ * dial the holder now, and are watched from now as if they had joined, so
+ * that one that dies before it gets there is named. */
+static void kids_watched(struct watch_holder *wh, uint32_t p, int64_t now)
+{
+    uint32_t first, n = watch_tree_kids(wh->cfg->fanout, wh->cfg->num_nodes, p, &first);
+    for (uint32_t k = first; k < first + n; k++)
+        watch_node_joined(wh->w, k, now);
+}
+
+/* Reads a STORE_WATCH_LOST: node n below top was lost, as its parent saw.
+ * Returns 1, or -1 when malformed. */
+static int lost_said(struct watch_holder *wh, uint32_t top, uint32_t n, const uint8_t *p,
+                     size_t len, int64_t now)
+{
+    if (len != STORE_WATCH_LOST_LEN || p[0] > 1 || n == top || !below(wh, top, n))
+        return -1;
+    if (wh->agent[n])
+        return 1; /* It reached the holder itself since: its own link tells. */
+    watch_node_lost(wh->w, n, p[0] == 1, now - (int64_t)wire_get32(p + 1), now);
+    wh->next_check = now;
+    return 1;
 }
 
 /* Reads a STORE_WATCH_COLL of rank c. Returns 1, or -1 when malformed. */
@@ -160,7 +194,7 @@ int watch_holder_frame(struct watch_holder *wh, uint32_t node, uint16_t op, uint
     case STORE_BEAT:
         return len == 0 ? 1 : -1;
     case STORE_WATCH_NODE:
-        return c == node ? node_said(wh, node, rest, len) : -1;
+        return below(wh, node, c) ? node_said(wh, c, rest, len) : -1;
     case STORE_WATCH_STOP:
         if (len != 1 || rest[0] > 1 || !ours(wh, node, c))
             return -1;
@@ -168,23 +202,28 @@ int watch_holder_frame(struct watch_holder *wh, uint32_t node, uint16_t op, uint
         return 1;
     case STORE_WATCH_COLL:
         return ours(wh, node, c) ? coll_said(wh, c, rest, len, now) : -1;
-    case STORE_WATCH_BYE:
-        if (len != 0 || c != node)
+    case STORE_WATCH_LOST:
+        return lost_said(wh, node, c, rest, len, now);
+    case STORE_WATCH_BYE: {
+        if (len != 0 || !below(wh, node, c))
             return -1;
-        watch_node_left(wh->w, node, now);
+        watch_node_left(wh->w, c, now);
+        kids_watched(wh, c, now);
         /* The holder's node ends its part of the step, and the holder with it:
          * every agent is told, once a death reported just before has been
          * named (the settle window). */
-        if (node == 0 && !wh->over_at)
-            wh->over_at = wh->death_at && now < wh->death_at + WATCH_SETTLE_MS
-                              ? wh->death_at + WATCH_SETTLE_MS
+        int64_t death = watch_death_seen(wh->w);
+        if (c == 0 && !wh->over_at)
+            wh->over_at = death != INT64_MAX && now < death + WATCH_SETTLE_MS
+                              ? death + WATCH_SETTLE_MS
                               : now;
         return 1;
+    }
     case STORE_ENDED:
         if (len != 12 || !ours(wh, node, c))
             return 0; /* The store reads it alone. */
-        if (wire_get32(rest) != 0 && !wh->death_at)
-            wh->death_at = wh->next_check = now;
+        if (wire_get32(rest) != 0)
+            wh->next_check = now;
         watch_task_ended(wh->w, c, (int)wire_get32(rest), (int64_t)wire_get64(rest + 4), now);
         return 0; /* The store notes it too. */
     default:
@@ -214,9 +253,10 @@ static int send_verdict(struct watch_holder *wh, const struct watch_verdict *v)
         rc = 0;
         for (uint32_t n = 0; n < wh->cfg->num_nodes && rc == 0; n++)
             rc = send_to(wh, n, STORE_VERDICT, p, 4 + ll + jl);
+        wh->verdict = p;
+        wh->verdict_len = 4 + ll + jl;
     }
     fprintf(stderr, "%s\n", line);
-    free(p);
     free(json);
     return rc;
 }

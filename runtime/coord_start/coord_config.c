@@ -183,7 +183,7 @@ int coord_config_decode(const uint8_t *p, size_t len, struct coord_config *c,
     take_str(&r, c->host, sizeof c->host - 1);
     c->fanout = take32(&r);
     if ((c->kind == COORD_RELAY && c->node >= c->num_nodes) ||
-        (c->kind != COORD_STORE && (c->fanout < 1 || c->fanout > COORD_MAX_FANOUT)))
+        (c->kind != COORD_STORE && c->fanout < 1) || c->fanout > COORD_MAX_FANOUT)
         r.bad = true;
     c->verbose = take32(&r) != 0;
     c->watch_stall_s = take32(&r);

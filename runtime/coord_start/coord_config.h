@@ -62,7 +62,9 @@ struct coord_config {
     char host[256];               /* for a relay, the host it dials: its coordinator's or its
                                    * parent relay's (port is that one's) */
     uint32_t fanout;              /* relays below the coordinator, and below each relay
-                                   * (queues and stream sets; 1 to COORD_MAX_FANOUT) */
+                                   * (queues and stream sets; 1 to COORD_MAX_FANOUT); for
+                                   * the store, the watch's tree's (watch_tree.h), 0 when
+                                   * every agent dials the holder */
     bool verbose;
     uint32_t watch_stall_s;       /* for the store: the step watch's stall in seconds
                                    * (watch.h); 0: the step is not watched */

@@ -3,6 +3,7 @@
 #include "store_msg.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -22,6 +23,22 @@ int store_msg_get(const uint8_t *p, size_t len, uint32_t *client, const uint8_t 
     *rest = p + STORE_MSG_HEAD;
     *rest_len = len - STORE_MSG_HEAD;
     return 0;
+}
+
+int store_msg_send(struct net_conn *c, uint32_t from, uint16_t op, uint32_t client,
+                   const void *p1, size_t n1, const void *p2, size_t n2)
+{
+    uint8_t *b = malloc(STORE_MSG_HEAD + n1 + n2);
+    if (!b)
+        return -1;
+    store_msg_head(b, client);
+    if (n1)
+        memcpy(b + STORE_MSG_HEAD, p1, n1);
+    if (n2)
+        memcpy(b + STORE_MSG_HEAD + n1, p2, n2);
+    int rc = net_send(c, WIRE_STORE, op, from, b, (uint32_t)(STORE_MSG_HEAD + n1 + n2));
+    free(b);
+    return rc;
 }
 
 void store_msg_status(uint32_t status, char *buf, size_t len)

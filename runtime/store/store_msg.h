@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net.h"
+
 enum store_msg_op {
     STORE_QUERY = 1, /* agent -> holder: client, the query's op (u8), its body */
     STORE_GONE,      /* agent -> holder: client; it closed its connection */
@@ -33,11 +35,21 @@ enum store_msg_op {
     STORE_VERDICT,    /* holder -> agent, 0: the teller node u32, the line and a NUL,
                        * the JSON object and a NUL */
     STORE_WATCH_OVER, /* holder -> agent, 0: the holder ends as asked; its close is no loss */
+    STORE_WATCH_LOST, /* agent -> holder, a node below it in the watch's tree
+                       * (watch_tree.h): u8 1 (its link closed) or 0 (silent), then
+                       * u32 ms since it was last heard */
 };
+
+/* In the watch's tree, an agent passes on up the frames of the agents below
+ * it as they came, except their beats; the holder's verdict and the end of
+ * the watch go down the same way, and a parent's beats and goodbye (its
+ * STORE_WATCH_BYE, its own node's number in the head) go to the agents
+ * below it. */
 
 #define STORE_WATCH_COLL_LEN 37 /* a STORE_WATCH_COLL's bytes after the head */
 
 #define STORE_MSG_HEAD 4 /* the client's number */
+#define STORE_WATCH_LOST_LEN 5 /* a STORE_WATCH_LOST's bytes after the head */
 
 /* Writes the client's number in front of a payload. */
 void store_msg_head(uint8_t out[STORE_MSG_HEAD], uint32_t client);
@@ -46,6 +58,11 @@ void store_msg_head(uint8_t out[STORE_MSG_HEAD], uint32_t client);
  * shorter than the head. */
 int store_msg_get(const uint8_t *p, size_t len, uint32_t *client, const uint8_t **rest,
                   size_t *rest_len);
+
+/* Sends op with the head client and p1, p2 after it on c, as a WIRE_STORE
+ * frame from rank from. Returns 0, or -1 when out of memory. */
+int store_msg_send(struct net_conn *c, uint32_t from, uint16_t op, uint32_t client,
+                   const void *p1, size_t n1, const void *p2, size_t n2);
 
 /* "killed by signal 9", "exit code 3", "exit code 0" for a wait status. */
 void store_msg_status(uint32_t status, char *buf, size_t len);

@@ -6,13 +6,15 @@ noinst_LTLIBRARIES += runtime/watch/libcohort_watch.la
 runtime_watch_libcohort_watch_la_SOURCES = runtime/watch/watch.h runtime/watch/watch.c \
 	runtime/watch/watch_text.h runtime/watch/watch_text.c \
 	runtime/watch/watch_shm.h runtime/watch/watch_shm.c \
-	runtime/watch/watch_private.h runtime/watch/watch_comm.c
+	runtime/watch/watch_private.h runtime/watch/watch_comm.c \
+	runtime/watch/watch_tree.h runtime/watch/watch_tree.c
 runtime_watch_libcohort_watch_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 runtime_watch_libcohort_watch_la_LIBADD = $(JANSSON_LIBS)
 
 ## The decisions on a simulated clock, and the verdict's line and JSON.
-check_PROGRAMS += tests/unit/test_watch tests/unit/test_watch_text
-TESTS += tests/unit/test_watch tests/unit/test_watch_text
+check_PROGRAMS += tests/unit/test_watch tests/unit/test_watch_text tests/unit/test_watch_tree
+TESTS += tests/unit/test_watch tests/unit/test_watch_text tests/unit/test_watch_tree
+tests_unit_test_watch_tree_LDADD = runtime/watch/libcohort_watch.la $(UNIT_LDADD)
 tests_unit_test_watch_LDADD = runtime/watch/libcohort_watch.la $(UNIT_LDADD)
 tests_unit_test_watch_text_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_unit_test_watch_text_LDADD = runtime/watch/libcohort_watch.la $(UNIT_LDADD) $(JANSSON_LIBS)

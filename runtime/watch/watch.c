@@ -105,7 +105,8 @@ static bool watched(const struct watch *w, uint32_t n)
 static void mark_lost(struct watch *w, uint32_t n, bool closed, int64_t since, int64_t at)
 {
     struct node_state *s = &w->node[n];
-    quiet_unlink(w, n);
+    if (watched(w, n))
+        quiet_unlink(w, n);
     s->lost = true;
     s->closed = closed;
     s->since = since;
@@ -125,6 +126,8 @@ static void check_silent(struct watch *w, uint32_t n, int64_t now)
 
 void watch_node_joined(struct watch *w, uint32_t node, int64_t now)
 {
+    if (node < w->n_nodes && (w->node[node].left || w->node[node].lost))
+        return; /* Its end is known: nothing more to watch. */
     if (node >= w->n_nodes || w->node[node].joined) {
         watch_node_heard(w, node, now);
         return;
@@ -183,6 +186,15 @@ void watch_node_closed(struct watch *w, uint32_t node, int64_t now)
     check_silent(w, node, now);
     if (!w->node[node].lost)
         mark_lost(w, node, true, now, now);
+}
+
+void watch_node_lost(struct watch *w, uint32_t node, bool closed, int64_t since, int64_t now)
+{
+    if (node >= w->n_nodes || w->node[node].left || w->node[node].lost)
+        return;
+    check_silent(w, node, now);
+    if (!w->node[node].lost)
+        mark_lost(w, node, closed, since < now ? since : now, now);
 }
 
 /* ---- ranks ---- */
@@ -293,6 +305,11 @@ static void death_verdict(const struct watch *w, struct watch_verdict *v)
     v->since_ms = s->seen;
     watch_name_rank(v, w->death_rank);
     v->node = w->rank_node[w->death_rank];
+}
+
+int64_t watch_death_seen(const struct watch *w)
+{
+    return w->death_seen;
 }
 
 /* A node can tell: it has neither left nor been lost. */

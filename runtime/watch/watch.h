@@ -89,7 +89,8 @@ struct watch *watch_new(uint32_t n_ranks, uint32_t n_nodes, const uint32_t *rank
                         int64_t stall_ms);
 void watch_free(struct watch *w);
 
-/* A node's agent connected (its silence counts from now). */
+/* A node's agent connected (its silence counts from now); nothing for a
+ * node that left or was lost. */
 void watch_node_joined(struct watch *w, uint32_t node, int64_t now);
 /* Anything came from the node's agent. */
 void watch_node_heard(struct watch *w, uint32_t node, int64_t now);
@@ -97,6 +98,12 @@ void watch_node_heard(struct watch *w, uint32_t node, int64_t now);
 void watch_node_left(struct watch *w, uint32_t node, int64_t now);
 /* The node's link closed without a goodbye: lost now. */
 void watch_node_closed(struct watch *w, uint32_t node, int64_t now);
+
+/* The node was lost at now as the agent above it in the watch's tree
+ * (watch_tree.h) saw it: its link closed (closed), or it was silent since
+ * since. For a node whose agent does not reach the caller itself, whose
+ * silence the caller never judges. */
+void watch_node_lost(struct watch *w, uint32_t node, bool closed, int64_t since, int64_t now);
 
 /* A rank's task ended with wait status at the node's wall clock wall_ms. */
 void watch_task_ended(struct watch *w, uint32_t rank, int status, int64_t wall_ms, int64_t now);
@@ -128,6 +135,10 @@ int watch_check(struct watch *w, int64_t now, struct watch_verdict *v);
  * that it has not now: the caller's next wake-up, never before now (now
  * itself: one is due). INT64_MAX: none pending. */
 int64_t watch_next(const struct watch *w, int64_t now);
+
+/* When the first death that counts was reported (the caller's clock),
+ * INT64_MAX when none was. */
+int64_t watch_death_seen(const struct watch *w);
 
 /* The teller for a verdict naming node lost: the lowest node other than
  * it that has neither left nor been lost; failing that, lost itself. */

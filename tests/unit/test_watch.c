@@ -178,6 +178,43 @@ static void nodes(void)
     watch_free(w);
 }
 
+/* Nodes below the holder in the watch's tree: their agents do not reach it,
+ * and their loss comes from the agent above them. */
+static void tree_nodes(void)
+{
+    struct watch *w = block(6, 3, false);
+    watch_node_joined(w, 0, 0);
+    watch_node_joined(w, 1, 0);
+    beat(w, 3, 3, 9 * S);
+    ok(watch_check(w, 18 * S, &v) == 0 && watch_next(w, 18 * S) == 19 * S,
+       "a node whose agent does not reach the holder is never judged silent by it");
+    watch_node_lost(w, 2, false, 8 * S, 18 * S);
+    ok(watch_next(w, 18 * S) == 18 * S && watch_check(w, 18 * S, &v) == 1 &&
+           v.kind == WATCH_NODE_LOST && v.node == 2 && !v.closed && v.since_ms == 8 * S &&
+           v.n_ranks == 2 && v.ranks[0] == 4 && v.ranks[1] == 5 && v.teller == 0,
+       "a node reported lost by the agent above it is named with its ranks, silent since "
+       "when that agent last heard it");
+    watch_free(w);
+
+    w = block(6, 3, false);
+    watch_node_joined(w, 0, 0);
+    watch_node_left(w, 2, 1 * S);
+    watch_node_lost(w, 2, true, 2 * S, 2 * S);
+    watch_node_lost(w, 9, true, 2 * S, 2 * S);
+    ok(watch_check(w, 3 * S, &v) == 0, "a node that left, or is none, is not lost when reported");
+    watch_node_lost(w, 1, true, 4 * S, 3 * S);
+    ok(watch_check(w, 3 * S, &v) == 1 && v.node == 1 && v.closed && v.since_ms == 3 * S,
+       "a closed link reported is a loss at once; a silence never starts after now");
+    watch_free(w);
+
+    w = block(4, 2, true);
+    ok(watch_death_seen(w) == INT64_MAX, "no death seen yet");
+    watch_task_ended(w, 1, 9, 50000, 1500);
+    watch_task_ended(w, 0, 9, 49000, 1600);
+    ok(watch_death_seen(w) == 1500, "the first death's report is when it was seen");
+    watch_free(w);
+}
+
 static void tellers(void)
 {
     struct watch *w = block(6, 3, true);
@@ -530,6 +567,7 @@ int main(void)
     basics();
     deaths();
     nodes();
+    tree_nodes();
     tellers();
     stops();
     paused();

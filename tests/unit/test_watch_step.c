@@ -193,12 +193,21 @@ static void test_record(void)
            !strcmp(envlist_get(&r, "COHORT_STORE_ADDR"), "n1") && port && !strcmp(port, want) &&
            strcmp(port, "29500") && strcmp(port, "29501"),
        "no store: COHORT_STORE_SERVE=0, node 0's host, the watch's own port %s", port);
+    ok(!envlist_get(&r, "COHORT_WATCH_FANOUT"), "no fanout given: none in the record");
+    envlist_clear(&r);
+    envlist_init(&r);
+    envlist_set(&r, "COHORT_SECRET", "s3cret");
+    w.fanout = 2;
+    rc = watch_step_record(&w, &step, &x.plan, &x.topo, &args, false, &r);
+    ok(rc == 0 && !strcmp(envlist_get(&r, "COHORT_WATCH_FANOUT"), "2"),
+       "the job's fanout goes to the agents when the store is not served");
     envlist_clear(&r);
     envlist_init(&r);
     snprintf(w.file, sizeof w.file, "/home/u/verdict.json");
     rc = watch_step_record(&w, &step, &x.plan, &x.topo, &args, true, &r);
     ok(rc == 0 && !strcmp(envlist_get(&r, "COHORT_WATCH_FILE"), "/home/u/verdict.json") &&
-           !envlist_get(&r, "COHORT_STORE_SERVE") && !envlist_get(&r, "COHORT_STORE_PORT"),
+           !envlist_get(&r, "COHORT_STORE_SERVE") && !envlist_get(&r, "COHORT_STORE_PORT") &&
+           !envlist_get(&r, "COHORT_WATCH_FANOUT"),
        "with the store served: the store's holder, nothing of the watch's own; the file named");
     envlist_clear(&r);
     envlist_init(&r);
@@ -264,6 +273,15 @@ static void test_choose_and_task(void)
                             "the job's working directory cannot be read (No such file or "
                             "directory): give an absolute path"),
        "a relative file and no working directory: the tasks fail with one line: %s", w.error);
+    job_env("COHORT_WATCH=30", "COHORT_WATCH_FANOUT=4", NULL);
+    watch_step_choose(&w, NULL, &args, NULL, false, NULL, PLUGIN_MODE_TRAIN);
+    ok(w.stall_s == 30 && w.fanout == 4 && !w.error[0], "the job's COHORT_WATCH_FANOUT is read");
+    job_env("COHORT_WATCH=30", "COHORT_WATCH_FANOUT=0", NULL);
+    watch_step_choose(&w, NULL, &args, NULL, false, NULL, PLUGIN_MODE_TRAIN);
+    ok(w.stall_s == 0 && watch_step_task(NULL, &w, &up, 0) == 1 &&
+           !strcmp(w.error, "--cohort-watch: COHORT_WATCH_FANOUT='0' is not a number from 1 "
+                            "to 65536: give one, or unset it for the default (128)"),
+       "a bad COHORT_WATCH_FANOUT: the tasks fail with one line: %s", w.error);
     job_env("COHORT_WATCH=2h", NULL);
     watch_step_choose(&w, NULL, &args, NULL, false, NULL, PLUGIN_MODE_TRAIN);
     ok(w.stall_s == 0 && watch_step_task(NULL, &w, &up, 3) == 1 &&

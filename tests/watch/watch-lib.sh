@@ -1,0 +1,57 @@
+# watch-lib.sh - sourced by tests/watch.sh and tests/watch-tree.sh after
+# test-cluster.sh (with $work, $tmp, $cluster, $dir and $srun, the pid of
+# the srun in the background, set by the test): what both read of a
+# watched step and how both cut a node's link.
+#   why NAME          srun's first lines that are not the watch's, for messages
+#   now, since T0 T1  the time, and the seconds between two of them
+#   lines NAME        how many of the watch's lines srun's stderr holds
+#   verdict NAME EXPR whether the JSON verdict satisfies the Python EXPR over v
+#   running NAME      waits (60 s at most) until the 4 ranks are in their loop
+#   left NAME         the ranks whose process is still there
+#   cut_link NAME HOST KEEP  takes HOST's link down until every rank but those in
+#                     KEEP (digits) has ended (60 s at most), brings it up
+#                     and waits for srun; sets took, rc ("running": the
+#                     loop never ran)
+py=${py:-/usr/bin/python3}
+why() { grep -v '^srun: ' "$1.err" | grep -v '^cohort: rank\|^cohort: node' | head -3 | cut -c1-200 | tr '\n' ';'; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+lines() { grep -c '^cohort: \(rank\|node\|allreduce\)' "$tmp/$1.err"; }
+verdict() {
+    "$py" -c "import json,sys; v=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" \
+        "$work/$1/verdict.json" 2>/dev/null
+}
+running() {
+    local i
+    for i in $(seq 600); do
+        [ "$(ls "$work/$1"/running.* 2>/dev/null | wc -l)" = 4 ] && return 0
+        kill -0 "$srun" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+left() {
+    local r out=""
+    for r in 0 1 2 3; do
+        [ -e "$work/$1/pid.$r" ] && kill -0 "$(cat "$work/$1/pid.$r")" 2>/dev/null && out="$out $r"
+    done
+    echo "$out"
+}
+cut_link() {
+    local t0 i
+    if running "$1"; then
+        t0=$(now)
+        "$cluster" exec "$dir" "$2" ip link set eth0 down
+        for i in $(seq 600); do
+            [ -z "$(left "$1" | tr -d " $3")" ] && break
+            sleep 0.1
+        done
+        took=$(since "$t0" "$(now)")
+        "$cluster" exec "$dir" "$2" ip link set eth0 up
+        wait "$srun"
+        rc=$?
+    else
+        wait "$srun"
+        rc=running took=-
+    fi
+}
