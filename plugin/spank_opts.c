@@ -34,10 +34,12 @@ int job_mode(const char *env, enum cohort_plugin_mode *m, struct cohort_err *err
 
 /* An option's value as its callback gets it: sbatch and salloc pass their
  * options to the job's sruns in SLURM_SPANK_OPTION_* variables, where an
- * option given without a value reads "(null)"; that is no value. */
+ * option given without a value reads "(null)", and slurmstepd hands such an
+ * option to the remote callback as ""; both are no value (else every node's
+ * log would say the option failed, for a step that runs as asked). */
 static const char *option_value(const char *optarg)
 {
-    return optarg && strcmp(optarg, "(null)") != 0 ? optarg : NULL;
+    return optarg && *optarg && strcmp(optarg, "(null)") != 0 ? optarg : NULL;
 }
 
 static int opt_cohort_cb(int val, const char *optarg, int remote)

@@ -109,17 +109,9 @@ void agent_local_write(struct agent *a, struct client *c, const uint8_t *p, size
         agent_local_note(a, c, line, true);
         return;
     }
-    if (c->out_len + n > c->out_cap) {
-        size_t cap = c->out_cap ? c->out_cap : 256;
-        while (cap < c->out_len + n)
-            cap *= 2;
-        uint8_t *o = realloc(c->out, cap);
-        if (!o) {
-            c->closing = true;
-            return;
-        }
-        c->out = o;
-        c->out_cap = cap;
+    if (base_grow((void **)&c->out, &c->out_cap, c->out_len + n, 1) < 0) {
+        c->closing = true;
+        return;
     }
     memcpy(c->out + c->out_len, p, n);
     c->out_len += n;

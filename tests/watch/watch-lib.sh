@@ -8,6 +8,10 @@
 #   verdict NAME EXPR whether the JSON verdict satisfies the Python EXPR over v
 #   running NAME      waits (60 s at most) until the 4 ranks are in their loop
 #   left NAME         the ranks whose process is still there
+#   named NAME PREFIX REGEX EXPR  whether NAME's first line beginning with
+#                     PREFIX matches REGEX and is the watch's only line, srun
+#                     failed (not by its timeout) within 60 s, no rank is
+#                     left and the JSON verdict satisfies EXPR; sets line
 #   cut_link NAME HOST KEEP  takes HOST's link down until every rank but those in
 #                     KEEP (digits) has ended (60 s at most), brings it up
 #                     and waits for srun; sets took, rc ("running": the
@@ -36,6 +40,12 @@ left() {
         [ -e "$work/$1/pid.$r" ] && kill -0 "$(cat "$work/$1/pid.$r")" 2>/dev/null && out="$out $r"
     done
     echo "$out"
+}
+named() {
+    line=$(grep "^$2" "$tmp/$1.err" | head -1)
+    echo "$line" | grep -Eq "$3" && [ "$(lines "$1")" = 1 ] && [ "$rc" != 0 ] &&
+        [ "$rc" != 124 ] && awk -v t="$took" 'BEGIN { exit !(t < 60) }' &&
+        [ -z "$(left "$1")" ] && verdict "$1" "$4"
 }
 cut_link() {
     local t0 i
