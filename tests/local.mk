@@ -280,6 +280,10 @@ EXTRA_DIST += tests/watch.sh tests/watch/watch_loop.py tests/watch/watch-lib.sh
 # the holder, a middle node lost, a parent that leaves first, healthy runs.
 TESTS += tests/watch-tree.sh
 EXTRA_DIST += tests/watch-tree.sh
+# The watch without Slurm on one node: a stopped rank named (Gloo here; NCCL
+# with the profiler plugin loaded by NCCL where a GPU is there).
+TESTS += tests/watch-nccl.sh
+EXTRA_DIST += tests/watch-nccl.sh tests/watch/watch_nccl.py
 TESTS += tests/python.sh tests/python-cluster.sh
 EXTRA_DIST += tests/python.sh tests/python-cluster.sh tests/python/conftest.py \
 	tests/python/ranks.py tests/python/test_api.py tests/python/test_collectives.py \

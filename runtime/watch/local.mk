@@ -26,4 +26,4 @@ tests_unit_test_watch_text_LDADD = runtime/watch/libcohort_watch.la $(UNIT_LDADD
 check_PROGRAMS += bench/watch_sim
 bench_watch_sim_LDADD = runtime/watch/libcohort_watch.la runtime/base/libcohort_base.la
 bench_watch_sim_LDFLAGS = -no-install
-EXTRA_DIST += bench/watch-sim.sh bench/watch-bench.sh
+EXTRA_DIST += bench/watch-sim.sh bench/watch-bench.sh bench/watch_nccl_bench.py

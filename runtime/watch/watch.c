@@ -282,6 +282,7 @@ static bool stopped_due(const struct watch *w, int64_t now, struct watch_verdict
     v->since_ms = w->rank[best].stopped_since;
     watch_name_rank(v, best);
     v->node = w->rank_node[best];
+    watch_comms_waiting(w, best, v); /* the collective it keeps waiting, if known */
     return true;
 }
 

@@ -74,6 +74,8 @@ struct watch_verdict {
     unsigned op;                /* collectives: enum watch_op */
     uint32_t peers;             /* collectives: ranks of the communicator that started it
                                  * (NOT_JOINED) or its size (NOT_COMPLETED) */
+    int64_t coll_since_ms;      /* STOPPED with seq set: when its peers started the
+                                 * collective it has not joined (the caller's clock) */
     uint32_t teller;            /* the node whose plugin tells the user */
 };
 

@@ -323,6 +323,37 @@ bool watch_comms_due(const struct watch *w, int64_t now, struct watch_verdict *v
     return best != NULL;
 }
 
+void watch_comms_waiting(const struct watch *w, uint32_t r, struct watch_verdict *v)
+{
+    int64_t first = NEVER;
+    for (uint32_t ci = w->rank[r].first_comm, mi = w->rank[r].first_member; ci != NONE;) {
+        const struct comm *c = w->comms[ci];
+        const struct member *m = &c->m[mi];
+        uint64_t lo = m->count[0];
+        int64_t t = lo < c->max_started ? ring_time(&c->peers, lo + 1) : NEVER;
+        if (t < first) {
+            first = t;
+            v->comm = c->hash;
+            v->seq = lo + 1;
+            v->coll_since_ms = t;
+            v->peers = 0;
+            uint64_t closest = UINT64_MAX;
+            for (uint32_t i = 0; i < c->nranks; i++) {
+                const struct member *p = &c->m[i];
+                if (p->rank == NONE || p->count[0] <= lo)
+                    continue;
+                v->peers++;
+                if (p->count[0] < closest) { /* the op of collective lo + 1, as above */
+                    closest = p->count[0];
+                    v->op = p->op;
+                }
+            }
+        }
+        ci = m->next_comm;
+        mi = m->next_member;
+    }
+}
+
 int64_t watch_comms_next(const struct watch *w)
 {
     int64_t t = NEVER;

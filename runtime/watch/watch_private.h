@@ -109,6 +109,10 @@ void watch_comms_retire(struct watch *w, uint32_t r, int64_t now);
 /* The collective wait due at now into *v (NOT_COMPLETED before NOT_JOINED,
  * the earliest first): true, or false when none is due. */
 bool watch_comms_due(const struct watch *w, int64_t now, struct watch_verdict *v);
+/* For a stopped rank r's verdict: the collective of its communicators that
+ * its peers started first and it has not joined, if any (comm, seq, op,
+ * peers, coll_since_ms); v is left as it is when there is none. */
+void watch_comms_waiting(const struct watch *w, uint32_t r, struct watch_verdict *v);
 
 /* The earliest time a collective wait becomes due; NEVER: none. */
 int64_t watch_comms_next(const struct watch *w);

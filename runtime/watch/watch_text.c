@@ -194,6 +194,12 @@ void watch_line(const struct watch_verdict *v, const struct watch_names *n, char
     case WATCH_STOPPED:
         put_ranks(&t, v, n);
         put(&t, " %s been stopped for %lld s", verb(v), waited);
+        if (v->seq) { /* its NCCL peers wait for it in a collective */
+            put(&t, " and has not joined ");
+            put_comm(&t, v);
+            put(&t, ", which its %" PRIu32 " peer%s started %lld s ago", v->peers,
+                v->peers == 1 ? "" : "s", seconds(v->coll_since_ms, v->now_ms));
+        }
         break;
     case WATCH_NOT_JOINED:
         put_ranks(&t, v, n);
@@ -299,9 +305,10 @@ static json_t *collective_json(const struct watch_verdict *v)
 {
     char comm[17];
     snprintf(comm, sizeof comm, "%016" PRIx64, v->comm);
+    int64_t since = v->kind == WATCH_STOPPED ? v->coll_since_ms : v->since_ms;
     return json_pack("{s:s, s:I, s:s, s:I, s:I}", "op", watch_op_name(v->op), "seq",
                      (json_int_t)v->seq, "comm", comm, "peers", (json_int_t)v->peers,
-                     "started_s_ago", (json_int_t)seconds(v->since_ms, v->now_ms));
+                     "started_s_ago", (json_int_t)seconds(since, v->now_ms));
 }
 
 char *watch_json(const struct watch_verdict *v, const struct watch_names *n, const char *line)
@@ -316,7 +323,8 @@ char *watch_json(const struct watch_verdict *v, const struct watch_names *n, con
     who_json(o, v, n, &bad);
     if (v->kind == WATCH_DIED)
         set(o, "status", status_json(v->status), &bad);
-    if (v->kind == WATCH_NOT_JOINED || v->kind == WATCH_NOT_COMPLETED)
+    if (v->kind == WATCH_NOT_JOINED || v->kind == WATCH_NOT_COMPLETED ||
+        (v->kind == WATCH_STOPPED && v->seq))
         set(o, "collective", collective_json(v), &bad);
     int64_t at = v->kind == WATCH_DIED ? v->at_wall_ms
                                        : n->wall_now_ms - (v->now_ms - v->since_ms);

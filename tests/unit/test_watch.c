@@ -384,6 +384,15 @@ static void priorities(void)
     watch_task_stopped(w, 3, true, 0);
     ok(watch_check(w, STALL, &v) == 1 && v.kind == WATCH_STOPPED,
        "stopped wins over not joined when both are due");
+    ok(v.comm == COMM && v.seq == 6 && v.peers == 3 && v.op == WATCH_OP_ALLREDUCE &&
+           v.coll_since_ms == 0,
+       "and names the collective its peers wait in (#6 of 3 peers, since 0)");
+    watch_free(w);
+
+    w = block(4, 2, false);
+    watch_task_stopped(w, 3, true, 0);
+    ok(watch_check(w, STALL, &v) == 1 && v.kind == WATCH_STOPPED && v.seq == 0,
+       "a stopped rank with no counts (Gloo): no collective named");
     watch_free(w);
 
     w = block(4, 2, false);

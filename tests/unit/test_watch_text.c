@@ -83,6 +83,15 @@ static void waits(void)
     gpus[3] = "1";
     ok(line_is(&v, "cohort: rank 3 (n1, GPU 1) has been stopped for 120 s; ending the step"),
        "a stopped rank");
+    v.comm = 0x9f3a12345678abcdull;
+    v.seq = 41;
+    v.op = WATCH_OP_ALLREDUCE;
+    v.peers = 3;
+    v.coll_since_ms = 6000;
+    ok(line_is(&v, "cohort: rank 3 (n1, GPU 1) has been stopped for 120 s and has not joined "
+                   "allreduce #41 of communicator 9f3a1234..., which its 3 peers started 119 s "
+                   "ago; ending the step"),
+       "a stopped rank its NCCL peers wait for: the collective named too");
     gpus[3] = "0000:47:00.0";
     v = (struct watch_verdict){.kind = WATCH_NOT_JOINED, .node = 4, .n_ranks = 1, .ranks = {37},
                                .since_ms = 1000, .now_ms = 131000, .comm = 0x9f3a12345678abcdull,
@@ -216,6 +225,17 @@ static void json_others(void)
     ok(o && !strcmp(str(o, "kind"), "stopped") &&
            json_is_null(json_array_get(json_object_get(o, "nodes"), 0)),
        "stopped: a host not known is null");
+    ok(o && !json_object_get(o, "collective"), "stopped with no collective known: none in it");
+    json_decref(o);
+    v.seq = 41;
+    v.comm = 0x9f3a12345678abcdull;
+    v.peers = 3;
+    v.coll_since_ms = 15000;
+    o = object(&v);
+    json_t *coll = o ? json_object_get(o, "collective") : NULL;
+    ok(coll && num(coll, "seq") == 41 && num(coll, "peers") == 3 &&
+           num(coll, "started_s_ago") == 110,
+       "stopped with the collective its peers wait in: the collective, since they started it");
     names.node_host = hosts;
     json_decref(o);
 }
