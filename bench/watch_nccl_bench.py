@@ -14,12 +14,14 @@ rounds, and their range), the ratio; then the GPU, torch's and NCCL's
 versions and the date."""
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "store"))
+from cohort_agent import free_port  # noqa: E402
 
 SIZES = [2, 1 << 18, 1 << 24]  # float32 elements: 8 B, 1 MiB, 64 MiB
 WARM = 50
@@ -46,12 +48,6 @@ def rank_main():
     if dist.get_rank() == 0:
         print(json.dumps(out), flush=True)
     dist.destroy_process_group()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 def one_round(build, ranks, iters, profiler):
@@ -85,6 +81,13 @@ def one_round(build, ranks, iters, profiler):
 
 
 def main():
+    try:
+        import torch
+        gpu = torch.cuda.is_available()
+    except ImportError:
+        gpu = False
+    if not gpu:
+        sys.exit(f"watch_nccl_bench: needs a GPU and torch with CUDA ({sys.executable} has none)")
     build = os.path.abspath(sys.argv[1])
     ranks = int(sys.argv[2]) if len(sys.argv) > 2 else 4
     iters = int(sys.argv[3]) if len(sys.argv) > 3 else 2000
@@ -102,7 +105,6 @@ def main():
         size = f"{n * 4} B" if n * 4 < 1 << 20 else f"{n * 4 >> 20} MiB"
         print(f"| {size} | {ma:.1f} ({min(a):.1f}-{max(a):.1f}) | {mb:.1f} ({min(b):.1f}-"
               f"{max(b):.1f}) | {mb / ma:.3f} |")
-    import torch
     print()
     print(f"{torch.cuda.get_device_name(0)}; torch {torch.__version__}, NCCL "
           f"{'.'.join(map(str, torch.cuda.nccl.version()))}; {ranks} ranks on one GPU, "

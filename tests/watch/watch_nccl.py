@@ -27,13 +27,10 @@ import time
 backend, out, stall = sys.argv[1], sys.argv[2], int(sys.argv[3])
 build = os.environ["COHORT_BUILDDIR"]
 src = os.environ["COHORT_SRCDIR"]
+sys.path.insert(0, f"{src}/tests/store")
+from cohort_agent import free_port  # noqa: E402
+
 RANKS = 4
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 def start_agent(sock):
