@@ -10,8 +10,9 @@
 # n4's agent, cut off from n3, dials the holder and is ended by its verdict,
 # and n3's agent ends its own task once it reaches no one; a parent whose task
 # ended first leaves the tree, and the agent below it dials the holder and
-# is still watched (a death after it is named); 10 quick steps and a whole
-# healthy loop end with no verdict. As in watch.sh, each time is bounded at
+# is still watched (a death after it is named); the user nobody on every
+# port of the step's processes (the tree's too) names no one; 10 quick
+# steps and a whole healthy loop end with no verdict. As in watch.sh, each time is bounded at
 # 60 s and printed, never asserted tighter. TAP. Skipped with the reason
 # where the cluster cannot run, under the sanitizers, or without torch.
 . "$COHORT_SRCDIR/tests/tap.sh"
@@ -111,6 +112,12 @@ wait "$srun"
 rc=$? took=$(since "$t0" "$(now)")
 named leave 'cohort: rank' "$killed3" "$died3" && [ "$after" != - ]
 ok $? "n2's task ends well first: n3's agent leaves n2 for the holder (its peers $before-> $after), and rank 3 on n4 killed after that is named; srun back in $took s (srun $rc; '$line'; left:$(left leave); $(why "$tmp/leave"))"
+
+# --- a stranger ------------------------------------------------------------------
+# The user nobody tries PyTorch's TCPStore client on every port the step's
+# processes listen on, the tree's ports of n2's and n3's agents among them.
+stranger stranger 6 -N4 --ntasks-per-node=1 --cohort=train --cohort-watch=3
+ok $? "the user nobody on every port of the step's processes, the tree's too, while the watch runs: no rank named, the step ends well (srun $rc; $tried tried; $(why "$tmp/stranger"))"
 
 # --- healthy steps -----------------------------------------------------------------
 bad=0

@@ -12,6 +12,11 @@
 #                     PREFIX matches REGEX and is the watch's only line, srun
 #                     failed (not by its timeout) within 60 s, no rank is
 #                     left and the JSON verdict satisfies EXPR; sets line
+#   stranger NAME MIN SRUN_ARGS...  runs tests/store/store_stranger.py (the
+#                     user nobody on every port of the step's processes) as
+#                     srun SRUN_ARGS with $env; whether it ended well with 4
+#                     "step ok", MIN ports tried at least, no watch line and no
+#                     verdict; sets rc and tried
 #   cut_link NAME HOST KEEP  takes HOST's link down until every rank but those in
 #                     KEEP (digits) has ended (60 s at most), brings it up
 #                     and waits for srun; sets took, rc ("running": the
@@ -46,6 +51,19 @@ named() {
     echo "$line" | grep -Eq "$3" && [ "$(lines "$1")" = 1 ] && [ "$rc" != 0 ] &&
         [ "$rc" != 124 ] && awk -v t="$took" 'BEGIN { exit !(t < 60) }' &&
         [ -z "$(left "$1")" ] && verdict "$1" "$4"
+}
+stranger() {
+    local name=$1 min=$2
+    shift 2
+    mkdir -p "$work/$name" && chmod 777 "$work/$name"
+    SLURM_TIMELIMIT=3 "$cluster" exec "$dir" head timeout 150 srun "$@" \
+        --export="$env,COHORT_WATCH_FILE=$work/$name/verdict.json" \
+        "$py" "$COHORT_SRCDIR/tests/store/store_stranger.py" "$work/$name" \
+        >"$tmp/$name" 2>"$tmp/$name.err"
+    rc=$?
+    tried=$(cat "$work/$name"/stranger-* 2>/dev/null | wc -l)
+    [ "$rc" = 0 ] && [ "$(grep -c '^step ok' "$tmp/$name")" = 4 ] && [ "$tried" -ge "$min" ] &&
+        [ "$(lines "$name")" = 0 ] && [ ! -e "$work/$name/verdict.json" ]
 }
 cut_link() {
     local t0 i
