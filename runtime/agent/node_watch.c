@@ -303,21 +303,6 @@ bool node_watch_frame(struct agent *a, uint16_t op, uint32_t c, const uint8_t *r
     return true;
 }
 
-/* Passes a verdict of this agent's own down the watch's tree: the teller,
- * the line and the JSON object, as the holder sends one. */
-static void pass_verdict(struct agent *a, uint32_t teller, const char *line, const char *json)
-{
-    size_t ll = strlen(line) + 1, jl = json ? strlen(json) + 1 : 1;
-    uint8_t *p = malloc(4 + ll + jl);
-    if (!p)
-        return;
-    wire_put32(p, teller);
-    memcpy(p + 4, line, ll);
-    memcpy(p + 4 + ll, json ? json : "", jl);
-    node_tree_pass(a, STORE_VERDICT, 0, p, 4 + ll + jl);
-    free(p);
-}
-
 /* The verdict this agent makes alone when the node above it is lost: the
  * holder's (node 0) or, in the watch's tree, its parent's: closed (its
  * link closed) or silent since since. The agents below are told it. */
@@ -345,8 +330,11 @@ static void up_lost(struct agent *a, bool closed, int64_t since, int64_t now)
     char line[1024];
     watch_line(&v, &names, line, sizeof line);
     char *json = watch_json(&v, &names, line);
-    if (!a->watch->ended)
-        pass_verdict(a, v.teller, line, json);
+    size_t len;
+    uint8_t *p = a->watch->ended ? NULL : store_msg_verdict(v.teller, line, json, &len);
+    if (p) /* The agents below are told it, as the holder tells its verdict. */
+        node_tree_pass(a, STORE_VERDICT, 0, p, len);
+    free(p);
     end_tasks(a, v.teller == s->node_id, true, line, json);
     free(json);
     for (uint32_t n = 0; host && n < s->num_nodes; n++)

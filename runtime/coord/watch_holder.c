@@ -243,19 +243,10 @@ static int send_verdict(struct watch_holder *wh, const struct watch_verdict *v)
     char line[1024];
     watch_line(v, &names, line, sizeof line);
     char *json = watch_json(v, &names, line);
-    size_t ll = strlen(line) + 1, jl = json ? strlen(json) + 1 : 1;
-    uint8_t *p = malloc(4 + ll + jl);
-    int rc = -1;
-    if (p) {
-        wire_put32(p, v->teller);
-        memcpy(p + 4, line, ll);
-        memcpy(p + 4 + ll, json ? json : "", jl);
-        rc = 0;
-        for (uint32_t n = 0; n < wh->cfg->num_nodes && rc == 0; n++)
-            rc = send_to(wh, n, STORE_VERDICT, p, 4 + ll + jl);
-        wh->verdict = p;
-        wh->verdict_len = 4 + ll + jl;
-    }
+    wh->verdict = store_msg_verdict(v->teller, line, json, &wh->verdict_len);
+    int rc = wh->verdict ? 0 : -1;
+    for (uint32_t n = 0; n < wh->cfg->num_nodes && rc == 0; n++)
+        rc = send_to(wh, n, STORE_VERDICT, wh->verdict, wh->verdict_len);
     fprintf(stderr, "%s\n", line);
     free(json);
     return rc;

@@ -41,6 +41,19 @@ int store_msg_send(struct net_conn *c, uint32_t from, uint16_t op, uint32_t clie
     return rc;
 }
 
+uint8_t *store_msg_verdict(uint32_t teller, const char *line, const char *json, size_t *len)
+{
+    size_t ll = strlen(line) + 1, jl = json ? strlen(json) + 1 : 1;
+    uint8_t *p = malloc(4 + ll + jl);
+    if (!p)
+        return NULL;
+    wire_put32(p, teller);
+    memcpy(p + 4, line, ll);
+    memcpy(p + 4 + ll, json ? json : "", jl);
+    *len = 4 + ll + jl;
+    return p;
+}
+
 void store_msg_status(uint32_t status, char *buf, size_t len)
 {
     int st = (int)status;

@@ -64,6 +64,11 @@ int store_msg_get(const uint8_t *p, size_t len, uint32_t *client, const uint8_t 
 int store_msg_send(struct net_conn *c, uint32_t from, uint16_t op, uint32_t client,
                    const void *p1, size_t n1, const void *p2, size_t n2);
 
+/* A STORE_VERDICT's payload (after the head): the teller node, the line and
+ * a NUL, the JSON object (NULL: none, sent empty) and a NUL. malloc'd, its
+ * size in *len; NULL when out of memory. */
+uint8_t *store_msg_verdict(uint32_t teller, const char *line, const char *json, size_t *len);
+
 /* "killed by signal 9", "exit code 3", "exit code 0" for a wait status. */
 void store_msg_status(uint32_t status, char *buf, size_t len);
 
