@@ -16,6 +16,7 @@ plugin_spank_cohort_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) \
 plugin_spank_cohort_la_LDFLAGS = $(HARDEN_LDFLAGS) -module -avoid-version -shared \
 	-Wl,--version-script=$(top_srcdir)/plugin/spank_cohort.map
 plugin_spank_cohort_la_LIBADD = runtime/apply/libcohort_apply.la \
+	runtime/watch/libcohort_watch_tree.la \
 	runtime/planner/libcohort_planner.la $(HWLOC_LIBS) -lpthread
 EXTRA_plugin_spank_cohort_la_DEPENDENCIES = $(top_srcdir)/plugin/spank_cohort.map
 endif

@@ -58,12 +58,10 @@ static int watch_fanout(struct watch_step *w, spank_t sp, struct cohort_err *err
 {
     char *f = get_env(sp, "COHORT_WATCH_FANOUT");
     uint32_t n = 0;
+    struct cohort_err e;
     int rc = 0;
-    if (f && *f && (parse_u32("COHORT_WATCH_FANOUT", f, &n, err) < 0 || n == 0 ||
-                    n > WATCH_TREE_FANOUT_MAX))
-        rc = cohort_fail(err, "--cohort-watch: COHORT_WATCH_FANOUT='%.40s' is not a number "
-                         "from 1 to %u: give one, or unset it for the default (%u)", f,
-                         WATCH_TREE_FANOUT_MAX, WATCH_TREE_FANOUT);
+    if (f && *f && watch_tree_parse_fanout(f, &n, &e) < 0)
+        rc = cohort_fail(err, "--cohort-watch: %s", e.msg);
     w->fanout = n;
     free(f);
     return rc;

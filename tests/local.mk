@@ -66,7 +66,8 @@ tests_unit_test_watch_step_SOURCES = tests/unit/test_watch_step.c plugin/watch_s
 	plugin/plugin_args.c plugin/spank_env.c
 tests_unit_test_watch_step_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) -I$(top_srcdir)/plugin \
 	-DCOHORT_NCCL_PROFILER_PATH='"$(pkglibdir)/libcohort-nccl-profiler.so"'
-tests_unit_test_watch_step_LDADD = runtime/apply/libcohort_apply.la $(UNIT_LDADD)
+tests_unit_test_watch_step_LDADD = runtime/apply/libcohort_apply.la \
+	runtime/watch/libcohort_watch_tree.la $(UNIT_LDADD)
 endif
 tests_unit_test_mps_LDADD = $(UNIT_LDADD)
 tests_unit_test_mps_CPPFLAGS = $(tests_unit_test_plan_CPPFLAGS)

@@ -112,11 +112,8 @@ int node_tree_start(struct agent *a, const struct envlist *env, bool watched,
     uint32_t fanout = WATCH_TREE_FANOUT;
     if (!watched || !serve || strcmp(serve, "0") != 0)
         return 0;
-    if (f && *f && (parse_u32("COHORT_WATCH_FANOUT", f, &fanout, err) < 0 || fanout == 0 ||
-                    fanout > WATCH_TREE_FANOUT_MAX))
-        return cohort_fail(err, "COHORT_WATCH_FANOUT='%.40s' is not a number from 1 to %u: "
-                           "give one, or unset it for the default (%u)", f,
-                           WATCH_TREE_FANOUT_MAX, WATCH_TREE_FANOUT);
+    if (f && *f && watch_tree_parse_fanout(f, &fanout, err) < 0)
+        return -1;
     struct node_tree *t = a->tree = calloc(1, sizeof *t);
     if (!t)
         return cohort_fail(err, "out of memory");

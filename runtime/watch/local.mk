@@ -6,10 +6,14 @@ noinst_LTLIBRARIES += runtime/watch/libcohort_watch.la
 runtime_watch_libcohort_watch_la_SOURCES = runtime/watch/watch.h runtime/watch/watch.c \
 	runtime/watch/watch_text.h runtime/watch/watch_text.c \
 	runtime/watch/watch_shm.h runtime/watch/watch_shm.c \
-	runtime/watch/watch_private.h runtime/watch/watch_comm.c \
-	runtime/watch/watch_tree.h runtime/watch/watch_tree.c
+	runtime/watch/watch_private.h runtime/watch/watch_comm.c
 runtime_watch_libcohort_watch_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-runtime_watch_libcohort_watch_la_LIBADD = $(JANSSON_LIBS)
+runtime_watch_libcohort_watch_la_LIBADD = runtime/watch/libcohort_watch_tree.la $(JANSSON_LIBS)
+
+## The agents' tree's shape, apart: the plugin links it (for the fanout's
+## check) without jansson.
+noinst_LTLIBRARIES += runtime/watch/libcohort_watch_tree.la
+runtime_watch_libcohort_watch_tree_la_SOURCES = runtime/watch/watch_tree.h runtime/watch/watch_tree.c
 
 ## The decisions on a simulated clock, and the verdict's line and JSON.
 check_PROGRAMS += tests/unit/test_watch tests/unit/test_watch_text tests/unit/test_watch_tree

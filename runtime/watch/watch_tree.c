@@ -1,6 +1,20 @@
 /* watch_tree.c - the shape of the watch's tree of nodes (see watch_tree.h). */
 #include "watch_tree.h"
 
+#include "base_text.h"
+
+int watch_tree_parse_fanout(const char *text, uint32_t *out, struct cohort_err *err)
+{
+    const char *p = text;
+    uint64_t n;
+    if (base_parse_decimal(&p, NULL, 0, WATCH_TREE_FANOUT_MAX, &n, NULL) < 0 || *p || n == 0)
+        return cohort_fail(err, "COHORT_WATCH_FANOUT='%.40s' is not a number from 1 to %u: "
+                           "give one, or unset it for the default (%u)", text,
+                           WATCH_TREE_FANOUT_MAX, WATCH_TREE_FANOUT);
+    *out = (uint32_t)n;
+    return 0;
+}
+
 uint32_t watch_tree_up(uint32_t fanout, uint32_t node)
 {
     if (fanout == 0 || node == 0 || node == WATCH_TREE_TOP)

@@ -20,9 +20,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "error.h"
+
 #define WATCH_TREE_TOP UINT32_MAX   /* stands for the holder */
 #define WATCH_TREE_FANOUT 128u      /* the default, the relays' (COORD_DEFAULT_FANOUT) */
 #define WATCH_TREE_FANOUT_MAX 65536u
+
+/* Reads text, the job's COHORT_WATCH_FANOUT, into *out. Returns 0, or -1
+ * with one sentence in err when it is not a number from 1 to
+ * WATCH_TREE_FANOUT_MAX. */
+int watch_tree_parse_fanout(const char *text, uint32_t *out, struct cohort_err *err);
 
 /* The node whose agent node's agent dials, or WATCH_TREE_TOP (the holder). */
 uint32_t watch_tree_up(uint32_t fanout, uint32_t node);

@@ -2,8 +2,10 @@
  * (watch_tree.h): every node below exactly one parent, which counts it
  * among its kids; node 0 and the first fanout nodes at the holder; the
  * sockets of the holder and of every agent at 1,024 and 16,384 nodes
- * within the issue's ~1,100; a fanout of 0 with every node at the holder. */
+ * within the issue's ~1,100; a fanout of 0 with every node at the holder;
+ * COHORT_WATCH_FANOUT's values, good and bad. */
 #include <stdio.h>
+#include <string.h>
 
 #include "tap.h"
 #include "watch_tree.h"
@@ -71,5 +73,18 @@ int main(void)
            watch_tree_kids(0, 9, 1, &first) == 0 && watch_tree_below(0, 5, 5) &&
            !watch_tree_below(0, 1, 5),
        "a fanout of 0 (the store served): every node at the holder, none below another");
+    uint32_t f = 7;
+    struct cohort_err e;
+    ok(watch_tree_parse_fanout("1", &f, &e) == 0 && f == 1 &&
+           watch_tree_parse_fanout("65536", &f, &e) == 0 && f == 65536,
+       "COHORT_WATCH_FANOUT: 1 and 65536 are taken");
+    const char *wrong[] = {"0", "65537", "12x", "-3", " 4", ""};
+    unsigned refused = 0;
+    for (unsigned i = 0; i < sizeof wrong / sizeof wrong[0]; i++)
+        refused += watch_tree_parse_fanout(wrong[i], &f, &e) < 0 && f == 65536;
+    ok(refused == 6 && !strcmp(e.msg, "COHORT_WATCH_FANOUT='' is not a number from 1 to "
+                                      "65536: give one, or unset it for the default (128)"),
+       "0, 65537, 12x, -3, ' 4' and '' are refused in one line, *out untouched (%u of 6): %s",
+       refused, e.msg);
     return tap_done();
 }
