@@ -100,8 +100,9 @@ static void running_free(struct running *r)
 
 /* Says in the node's log, in one line (slurm_info: an error would go to a
  * task's stderr again), how many of the n running tasks were told of the
- * agent's death and why the first one not told was not. */
-static void log_told(const struct agent_watch *w, const int *how, uint32_t n)
+ * agent's death, why the first one not told was not, and how many lines
+ * were still unread in their pipes when the telling ended. */
+static void log_told(const struct agent_watch *w, const int *how, uint32_t n, int unread)
 {
     uint32_t told = 0;
     int first = TELL_TOLD;
@@ -109,12 +110,15 @@ static void log_told(const struct agent_watch *w, const int *how, uint32_t n)
         told += how[i] == TELL_TOLD;
         first = first == TELL_TOLD ? how[i] : first;
     }
-    char why[160];
+    char why[160], left[96] = "";
+    if (unread)
+        snprintf(left, sizeof left, "; %d of the lines were still unread after %d s", unread,
+                 TASK_TELL_DRAIN_MS / 1000);
     slurm_info("cohort: %s: the node agent died while the step was running: %u of the "
-               "node's %u running tasks were told so in their stderr%s%s",
+               "node's %u running tasks were told so in their stderr%s%s%s",
                w->ends ? "watch" : "store", told, n,
                first == TELL_TOLD ? "" : "; the first one not told: ",
-               first == TELL_TOLD ? "" : task_tell_why(first, why, sizeof why));
+               first == TELL_TOLD ? "" : task_tell_why(first, why, sizeof why), left);
 }
 
 /* Whether the watch is stopped within ms (0: whether it is now). */
@@ -260,17 +264,21 @@ static void end_tasks(const struct agent_watch *w, struct running *r, const char
     uint32_t one = 0; /* the first task with a pidfd, if any */
     while (one + 1 < r->n && r->pidfd[one] < 0)
         one++;
-    int how = TELL_TOLD;
+    int how = TELL_TOLD, unread = 0;
     if (tell && r->n)
-        task_tell(r->pidfd + one, r->err + one, 1, tell, &w->user, w->stop[0], &how);
+        unread = task_tell(r->pidfd + one, r->err + one, 1, tell, &w->user, w->stop[0], &how);
     if (stopped_within(w, 0))
         return;
     uint32_t killed = end_running(w, r);
-    char note[256] = "", told[160];
+    char note[320] = "", told[160];
     int n = killed ? snprintf(note, sizeof note, " (%u of them needed SIGKILL", killed) : 0;
     if (how != TELL_TOLD)
         n += snprintf(note + n, sizeof note - (size_t)n, "%sthe line was not written: %s",
                       n ? "; " : " (", task_tell_why(how, told, sizeof told));
+    if (unread)
+        n += snprintf(note + n, sizeof note - (size_t)n, "%sthe line was still unread in the "
+                      "task's stderr pipe after %d s: srun may drop it", n ? "; " : " (",
+                      TASK_TELL_DRAIN_MS / 1000);
     if (n)
         snprintf(note + n, sizeof note - (size_t)n, ")");
     slurm_info("cohort: watch: ending the node's %u tasks%s: %s", r->n, note, why);
@@ -288,8 +296,8 @@ static void agent_died(const struct agent_watch *w, struct running *r)
                    "tasks cannot be told: out of memory", w->ends ? "watch" : "store");
         return;
     }
-    task_tell(r->pidfd, r->err, r->n, w->line, &w->user, w->stop[0], how);
-    log_told(w, how, r->n);
+    int unread = task_tell(r->pidfd, r->err, r->n, w->line, &w->user, w->stop[0], how);
+    log_told(w, how, r->n, unread);
     free(how);
     if (w->ends)
         end_tasks(w, r, NULL, "the node agent died while the step was running");

@@ -10,13 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "linux_calls.h"
 
 #define REAP_MS 500 /* the most a killed child is waited on to end */
+#define NAP_NS 1000000 /* the child's pause between two looks at the pipes it wrote */
 #define ERRNO_OF(how) ((how) & 0xffff)
 #define STAGE_OF(how) ((how) >> 16)
 
@@ -27,7 +31,8 @@ struct tell {
     const int *pidfd;  /* their pidfds (the caller's), or negative */
     const int *err;    /* why a task has no pidfd (a stage | errno), or 0 */
     int *fd;           /* in the child: each task's stderr, or -1 */
-    int *took;         /* in the child: why that stderr could not be had, or 0 */
+    int *took;         /* in the child: why that stderr could not be had, or how the
+                          write went */
     int *keep;         /* the descriptors the child keeps, ascending */
     size_t n_keep;
     unsigned open_max; /* the most descriptors the process may hold */
@@ -50,10 +55,37 @@ static void keep_only(const struct tell *t)
     }
 }
 
+static long long ms_between(const struct timespec *a, const struct timespec *b)
+{
+    return (long long)(b->tv_sec - a->tv_sec) * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
+}
+
+/* In the child: waits, TASK_TELL_DRAIN_MS at most, until every pipe it
+ * wrote (t->fd[i] >= 0) is empty, its reader (slurmstepd's I/O thread)
+ * having taken the line; returns how many still hold bytes then. Only
+ * async-signal-safe calls. */
+static int unread_after(const struct tell *t)
+{
+    struct timespec start, now, nap = {0, NAP_NS};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        int left = 0;
+        for (uint32_t i = 0; i < t->n; i++) {
+            int bytes = 0;
+            left += t->fd[i] >= 0 && ioctl(t->fd[i], FIONREAD, &bytes) == 0 && bytes > 0;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!left || ms_between(&start, &now) >= TASK_TELL_DRAIN_MS)
+            return left;
+        nanosleep(&nap, NULL);
+    }
+}
+
 /* The child: takes each task's stderr (as root, as pidfd_getfd may need
  * CAP_SYS_PTRACE), becomes the job's user for good (each write's checks
  * are the user's, and its memory, slurmstepd's copy, cannot be read),
- * writes the line on each stderr and says how each went. Only
+ * writes the line on each stderr and says how each went, then how many
+ * of the pipes among them were not emptied (unread_after). Only
  * async-signal-safe calls. */
 static _Noreturn void tell_child(const struct mps_user *user, struct tell *t)
 {
@@ -80,9 +112,15 @@ static _Noreturn void tell_child(const struct mps_user *user, struct tell *t)
         if (how == TELL_TOLD && writev(t->fd[i], t->v, 2) < 0)
             how = TELL_WRITE | errno;
         (void)!write(t->result[1], &how, sizeof how);
-        if (t->fd[i] >= 0)
-            close(t->fd[i]);
+        struct stat st;
+        if (t->fd[i] >= 0 && (how != TELL_TOLD || fstat(t->fd[i], &st) < 0 ||
+                              !S_ISFIFO(st.st_mode))) {
+            close(t->fd[i]); /* Only a pipe written is looked at again. */
+            t->fd[i] = -1;
+        }
     }
+    int unread = unread_after(t);
+    (void)!write(t->result[1], &unread, sizeof unread);
     _exit(0);
 }
 
@@ -149,8 +187,9 @@ static int child_end(int child, int stop_fd)
 }
 
 /* Runs the child that tells the tasks of t, and fills how[0..t->n) with
- * how each telling went. */
-static void tell_run(struct tell *t, const struct mps_user *user, int stop_fd, int *how)
+ * how each telling went; returns how many lines were left unread (0 when
+ * the child did not say). */
+static int tell_run(struct tell *t, const struct mps_user *user, int stop_fd, int *how)
 {
     pid_t pid = fork();
     if (pid == 0)
@@ -171,20 +210,25 @@ static void tell_run(struct tell *t, const struct mps_user *user, int stop_fd, i
         r = read(t->result[0], (char *)how + got, want - got);
     for (uint32_t i = (uint32_t)(got / sizeof *how); i < t->n; i++)
         how[i] = end == TELL_TOLD ? TELL_WRITE | EIO : end;
+    int unread = 0;
+    return got == want && read(t->result[0], &unread, sizeof unread) == sizeof unread ? unread
+                                                                                       : 0;
 }
 
-void task_tell(const int *pidfd, const int *err, uint32_t n, const char *line,
-               const struct mps_user *user, int stop_fd, int *how)
+int task_tell(const int *pidfd, const int *err, uint32_t n, const char *line,
+              const struct mps_user *user, int stop_fd, int *how)
 {
     struct tell t;
+    int unread = 0;
     if (tell_prepare(&t, pidfd, err, n, line) == 0) {
-        tell_run(&t, user, stop_fd, how);
+        unread = tell_run(&t, user, stop_fd, how);
     } else {
         int e = TELL_START | errno;
         for (uint32_t i = 0; i < n; i++)
             how[i] = e;
     }
     tell_free(&t);
+    return unread;
 }
 
 const char *task_tell_why(int how, char *buf, size_t len)

@@ -10,15 +10,20 @@
  * ids (65534 when the test runs as root); without the step watch no task
  * is ended, whatever the agent says. With the step watch: "end 1
  * TEXT" writes TEXT into one task's stderr, once, and ends the tasks with
- * SIGTERM; a task that ignores SIGTERM gets SIGKILL; "end 0" writes
- * nothing; only the first end counts, and lines that are no end are
- * ignored; the agent's death ends the tasks after telling them; its "bye"
- * (and its death) lets a wait for it go; the step's end kills nothing. The node's log (slurm_info, caught here) says
- * what was done. No check waits on time: each waits on an event (a task's
- * end, a pipe's end, a log line), and alarm() only guards a hang. */
+ * SIGTERM only once the line is out of the pipe (a reader thread, as
+ * slurmstepd's, sees the line before any task ends), or TASK_TELL_DRAIN_MS
+ * later when nobody reads it (the log then says so); a task that ignores
+ * SIGTERM gets SIGKILL; "end 0" writes nothing; only the first end
+ * counts, and lines that are no end are ignored; the agent's death ends
+ * the tasks after telling them; its "bye" (and its death) lets a wait for
+ * it go; the step's end kills nothing. The node's log (slurm_info, caught
+ * here) says what was done. No check waits on time: each waits on an event
+ * (a task's end, a pipe's end, a log line), and alarm() only guards a
+ * hang. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <slurm/spank.h>
 #include <stdarg.h>
@@ -245,17 +250,53 @@ static pid_t watched_task(int err_fd, bool deaf)
 
 #define NODE_TASKS 2
 
-/* A watched node of NODE_TASKS tasks, each with its stderr a pipe. */
+/* The reader of one task's stderr pipe, as slurmstepd's I/O thread: all
+ * that comes until its end, and whether the task was still running when
+ * the first bytes were there to read. */
+struct reader {
+    pthread_t thread;
+    int fd;
+    pid_t task;
+    char text[256];
+    size_t len;
+    bool alive_at_first; /* the task had not ended when its first bytes came */
+};
+
+/* A watched node of NODE_TASKS tasks, each with its stderr a pipe, read
+ * as it comes when reading. */
 struct node {
     int agent[2];
     int err[NODE_TASKS];
     pid_t task[NODE_TASKS];
     struct agent_watch *w;
+    bool reading;
+    struct reader rd[NODE_TASKS];
 };
 
+/* Whether the test's child pid has not ended (it is not reaped here). */
+static bool running(pid_t pid)
+{
+    siginfo_t info = {0};
+    return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
+}
+
+static void *read_all(void *arg)
+{
+    struct reader *r = arg;
+    struct pollfd p = {.fd = r->fd, .events = POLLIN};
+    if (poll(&p, 1, -1) == 1) /* The bytes are in the pipe, not read yet. */
+        r->alive_at_first = running(r->task);
+    for (ssize_t got = 1; got > 0 && r->len + 1 < sizeof r->text; r->len += (size_t)got)
+        if ((got = read(r->fd, r->text + r->len, sizeof r->text - 1 - r->len)) < 0)
+            got = 0;
+    r->text[r->len] = '\0';
+    return NULL;
+}
+
 /* The watch started with the step watch on, then the tasks forked (the
- * last one deaf to SIGTERM when deaf). */
-static void node_start(struct node *n, bool deaf)
+ * last one deaf to SIGTERM when deaf), their stderr read as it comes when
+ * reading. */
+static void node_start(struct node *n, bool deaf, bool reading)
 {
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, n->agent) < 0) {
         printf("Bail out! %s\n", strerror(errno));
@@ -273,6 +314,11 @@ static void node_start(struct node *n, bool deaf)
         close(p[1]);
         n->err[i] = p[0];
         agent_watch_task(n->w, (uint32_t)i, n->task[i]);
+        n->rd[i] = (struct reader){.fd = p[0], .task = n->task[i]};
+        if ((n->reading = reading) && pthread_create(&n->rd[i].thread, NULL, read_all, &n->rd[i])) {
+            printf("Bail out! no thread\n");
+            exit(1);
+        }
     }
 }
 
@@ -292,12 +338,18 @@ static int died_of(const struct node *n, int i)
 
 /* All that the node's tasks wrote in their stderr, in task order, once
  * every writer has let go of it. */
-static void stderr_text(const struct node *n, char *buf, size_t cap)
+static void stderr_text(struct node *n, char *buf, size_t cap)
 {
     size_t used = 0;
-    for (int i = 0; i < NODE_TASKS; i++)
-        for (ssize_t r = 1; r > 0 && used + 1 < cap; used += r > 0 ? (size_t)r : 0)
+    for (int i = 0; i < NODE_TASKS; i++) {
+        if (n->reading) {
+            pthread_join(n->rd[i].thread, NULL);
+            used += (size_t)snprintf(buf + used, cap - used, "%s", n->rd[i].text);
+            used = used < cap ? used : cap - 1;
+        }
+        for (ssize_t r = 1; !n->reading && r > 0 && used + 1 < cap; used += r > 0 ? (size_t)r : 0)
             r = read(n->err[i], buf + used, cap - 1 - used);
+    }
     buf[used] = '\0';
 }
 
@@ -330,7 +382,7 @@ static void test_end_tell(void)
 {
     struct node n;
     char log[1024], err[256];
-    node_start(&n, false);
+    node_start(&n, false, true);
     say(&n, "end 1 cohort: rank 3 (n2) exited with status 1 at 12:00:03; ending the step\n");
     int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
     ok(sig0 == SIGTERM && sig1 == SIGTERM, "end 1: every task ends by SIGTERM (%d, %d)", sig0,
@@ -339,6 +391,8 @@ static void test_end_tell(void)
     bool once = !strcmp(err, "cohort: rank 3 (n2) exited with status 1 at 12:00:03; ending the "
                              "step\n");
     ok(once, "end 1: the line is written once, in one task's stderr (%s)", flat(err));
+    ok(n.rd[0].alive_at_first, "and it was there to read before any task was signalled: srun "
+       "drops what it has not read once every task has ended by a signal");
     next_log(log, sizeof log);
     ok(!strcmp(log, "cohort: watch: ending the node's 2 tasks: cohort: rank 3 (n2) exited with "
                     "status 1 at 12:00:03; ending the step"),
@@ -354,7 +408,7 @@ static void test_end_kill(void)
 {
     struct node n;
     char log[1024], err[256];
-    node_start(&n, true);
+    node_start(&n, true, false);
     say(&n, "end 0 cohort: node n1 (ranks 0-1) has not been heard from for 10 s; ending the "
             "step\n");
     int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
@@ -379,7 +433,7 @@ static void test_first_end_only(void)
      * tail, here an end line of its own, too. */
     memset(too_long, 'x', LINE_READ);
     snprintf(too_long + LINE_READ, sizeof too_long - LINE_READ, "end 1 hidden\n");
-    node_start(&n, false);
+    node_start(&n, false, true);
     say(&n, "hello\nend 2 two\nend\nendx 1 y\nend 10 ten\nEND 1 up\n");
     say(&n, too_long);
     say(&n, "end 1 first\nend 1 second\n");
@@ -392,19 +446,41 @@ static void test_first_end_only(void)
     ok(node_end(&n), "the second end is ignored: nothing more in the log");
 }
 
+/* A line nobody reads from the task's stderr pipe does not keep the tasks
+ * from ending, and the node's log says it may be lost. */
+static void test_unread(void)
+{
+    struct node n;
+    char log[1024], err[256];
+    node_start(&n, false, false);
+    say(&n, "end 1 a line nobody reads\n");
+    int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
+    stderr_text(&n, err, sizeof err);
+    bool ended = sig0 == SIGTERM && sig1 == SIGTERM && !strcmp(err, "a line nobody reads\n");
+    ok(ended, "a stderr pipe nobody reads: the line is written and the tasks end by SIGTERM after "
+       "TASK_TELL_DRAIN_MS (%d, %d; %s)", sig0, sig1, flat(err));
+    next_log(log, sizeof log);
+    ok(!strcmp(log, "cohort: watch: ending the node's 2 tasks (the line was still unread in the "
+                    "task's stderr pipe after 1 s: srun may drop it): a line nobody reads"),
+       "the node's log says the line may be lost (%s)", log);
+    node_end(&n);
+}
+
 /* With the step watch, the agent's death is told, then the tasks ended. */
 static void test_death_ends(void)
 {
     struct node n;
     char log[1024], err[256];
-    node_start(&n, false);
+    node_start(&n, false, true);
     close(n.agent[1]);
     n.agent[1] = -1;
     int sig0 = died_of(&n, 0), sig1 = died_of(&n, 1);
     ok(sig0 == SIGTERM && sig1 == SIGTERM, "the agent's death: every task ends by SIGTERM");
     stderr_text(&n, err, sizeof err);
-    bool told = !strcmp(err, "the agent died\nthe agent died\n");
-    ok(told, "after each was told of it (%s)", flat(err));
+    bool told = !strcmp(err, "the agent died\nthe agent died\n") && n.rd[0].alive_at_first &&
+                n.rd[1].alive_at_first;
+    ok(told, "after each was told of it, its line there to read before it was signalled (%s)",
+       flat(err));
     next_log(log, sizeof log);
     ok(strstr(log, "cohort: watch: the node agent died while the step was running: 2 of the "
                    "node's 2 running tasks were told so"),
@@ -421,7 +497,7 @@ static void test_death_ends(void)
 static void test_bye(void)
 {
     struct node n;
-    node_start(&n, false);
+    node_start(&n, false, false);
     ok(!agent_watch_wait_bye(n.w, 0) && !agent_watch_wait_bye(NULL, -1),
        "no bye yet: a wait goes on (and none on no watch)");
     say(&n, "bye\n");
@@ -510,7 +586,7 @@ static void test_group(void)
 static void test_stop_kills_nothing(void)
 {
     struct node n;
-    node_start(&n, false);
+    node_start(&n, false, false);
     bool quiet = node_end(&n);
     bool alive = true;
     for (int i = 0; i < NODE_TASKS; i++) {
@@ -533,6 +609,7 @@ int main(void)
     test_running_only();
     test_end_tell();
     test_end_kill();
+    test_unread();
     test_first_end_only();
     test_death_ends();
     test_bye();
