@@ -41,7 +41,8 @@ echo "required $plugin default=off topology_cache=$dir/cache" >"$dir/etc/plugsta
 "$cluster" up "$dir" 2 "$build" "$src" || exit 1
 trap '"$cluster" down "$dir"' EXIT
 cd "$dir/work" || exit 1
-res="$dir/results"
+work="$dir/work" res="$dir/results"
+. "$src/tests/watch/watch-lib.sh" # running, left
 env="ALL,COHORT_AGENT=$build/runtime/agent/cohort-agent,OMP_NUM_THREADS=1"
 env="$env,COHORT_WORK_COORD=$build/runtime/coord/cohort-work-coord"
 
@@ -58,33 +59,17 @@ start() {
         "$py" "$loop" "$dir/work/$name" >"$res/$name.out" 2>"$res/$name.err" &
     srun=$!
 }
-# running NAME: waits (60 s at most) until all 4 ranks are in their loop.
-running() {
-    local i
-    for i in $(seq 600); do
-        [ "$(ls "$dir/work/$1"/running.* 2>/dev/null | wc -l)" = 4 ] && return 0
-        kill -0 "$srun" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
-pid_of() { cat "$dir/work/$1/pid.$2"; }
-left() { # left NAME RANKS...: those of the ranks whose process is still there
-    local name=$1 r out=""
-    shift
-    for r in "$@"; do kill -0 "$(pid_of "$name" "$r")" 2>/dev/null && out="$out $r"; done
-    echo "$out"
-}
+pid_of() { cat "$work/$1/pid.$2"; }
 secs() { awk -v a="$1" -v b="$2" -v less="${3:-0}" 'BEGIN { printf "%.3f", b - a - less }'; }
 # note CASE NAME TIME PATTERN: files TIME under CASE when NAME's stderr has
 # the line and no task is left, else says why under CASE.bad.
 note() {
     local line
     line=$(grep -m1 '^cohort: \(rank\|node\)' "$res/$2.err")
-    if echo "$line" | grep -q "$4" && [ -z "$(left "$2" 0 1 2 3)" ]; then
+    if echo "$line" | grep -q "$4" && [ -z "$(left "$2")" ]; then
         echo "$3" >>"$res/$1.s"
     else
-        echo "$2: ${line:-no line} (left:$(left "$2" 0 1 2 3); $(grep -v '^cohort: ' "$res/$2.err" | head -2 | tr '\n' ' ' | cut -c1-200))" >>"$res/$1.bad"
+        echo "$2: ${line:-no line} (left:$(left "$2"); $(grep -v '^cohort: ' "$res/$2.err" | head -2 | tr '\n' ' ' | cut -c1-200))" >>"$res/$1.bad"
     fi
 }
 

@@ -1,13 +1,14 @@
 # watch-lib.sh - sourced by tests/watch.sh and tests/watch-tree.sh after
 # test-cluster.sh (with $work, $tmp, $cluster, $dir and $srun, the pid of
 # the srun in the background, set by the test): what both read of a
-# watched step and how both cut a node's link.
+# watched step and how both cut a node's link. bench/watch-bench.sh takes
+# its running and left (with $work and $srun).
 #   why NAME          srun's first lines that are not the watch's, for messages
 #   now, since T0 T1  the time, and the seconds between two of them
 #   lines NAME        how many of the watch's lines srun's stderr holds
 #   verdict NAME EXPR whether the JSON verdict satisfies the Python EXPR over v
 #   running NAME      waits (60 s at most) until the 4 ranks are in their loop
-#   left NAME         the ranks whose process is still there
+#   left NAME [RANKS...]  those of the ranks (0-3) whose process is still there
 #   named NAME PREFIX REGEX EXPR  whether NAME's first line beginning with
 #                     PREFIX matches REGEX and is the watch's only line, srun
 #                     failed (not by its timeout) within 60 s, no rank is
@@ -40,9 +41,12 @@ running() {
     return 1
 }
 left() {
-    local r out=""
-    for r in 0 1 2 3; do
-        [ -e "$work/$1/pid.$r" ] && kill -0 "$(cat "$work/$1/pid.$r")" 2>/dev/null && out="$out $r"
+    local name=$1 r out=""
+    shift
+    [ $# -gt 0 ] || set -- 0 1 2 3
+    for r in "$@"; do
+        [ -e "$work/$name/pid.$r" ] && kill -0 "$(cat "$work/$name/pid.$r")" 2>/dev/null &&
+            out="$out $r"
     done
     echo "$out"
 }
