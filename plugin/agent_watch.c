@@ -100,8 +100,8 @@ static void running_free(struct running *r)
 
 /* Says in the node's log, in one line (slurm_info: an error would go to a
  * task's stderr again), how many of the n running tasks were told of the
- * agent's death, why the first one not told was not, and how many lines
- * were still unread in their pipes when the telling ended. */
+ * agent's death, why the first one not told was not, and how many of
+ * their stderr pipes were not seen empty when the telling ended. */
 static void log_told(const struct agent_watch *w, const int *how, uint32_t n, int unread)
 {
     uint32_t told = 0;
@@ -112,8 +112,8 @@ static void log_told(const struct agent_watch *w, const int *how, uint32_t n, in
     }
     char why[160], left[96] = "";
     if (unread)
-        snprintf(left, sizeof left, "; %d of the lines were still unread after %d s", unread,
-                 TASK_TELL_DRAIN_MS / 1000);
+        snprintf(left, sizeof left, "; %d of their stderr pipes were not seen empty within %d s",
+                 unread, TASK_TELL_DRAIN_MS / 1000);
     slurm_info("cohort: %s: the node agent died while the step was running: %u of the "
                "node's %u running tasks were told so in their stderr%s%s%s",
                w->ends ? "watch" : "store", told, n,
@@ -276,8 +276,8 @@ static void end_tasks(const struct agent_watch *w, struct running *r, const char
         n += snprintf(note + n, sizeof note - (size_t)n, "%sthe line was not written: %s",
                       n ? "; " : " (", task_tell_why(how, told, sizeof told));
     if (unread)
-        n += snprintf(note + n, sizeof note - (size_t)n, "%sthe line was still unread in the "
-                      "task's stderr pipe after %d s: srun may drop it", n ? "; " : " (",
+        n += snprintf(note + n, sizeof note - (size_t)n, "%sthe task's stderr pipe was not seen "
+                      "empty within %d s, so srun may drop the line", n ? "; " : " (",
                       TASK_TELL_DRAIN_MS / 1000);
     if (n)
         snprintf(note + n, sizeof note - (size_t)n, ")");

@@ -9,14 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base_sys.h"
 #include "linux_calls.h"
 
 #define REAP_MS 500 /* the most a killed child is waited on to end */
@@ -55,27 +56,28 @@ static void keep_only(const struct tell *t)
     }
 }
 
-static long long ms_between(const struct timespec *a, const struct timespec *b)
+/* In the child: waits, TASK_TELL_DRAIN_MS at most, until each pipe it
+ * wrote (t->fd[i] >= 0) has been seen empty once, its reader (slurmstepd's
+ * I/O thread) having taken the line; a pipe seen empty is closed and looked
+ * at no more, so that a task that goes on writing does not hold the wait.
+ * Returns how many were never seen empty. Only async-signal-safe calls
+ * (base_now_ms is clock_gettime). */
+static int unread_after(struct tell *t)
 {
-    return (long long)(b->tv_sec - a->tv_sec) * 1000 + (b->tv_nsec - a->tv_nsec) / 1000000;
-}
-
-/* In the child: waits, TASK_TELL_DRAIN_MS at most, until every pipe it
- * wrote (t->fd[i] >= 0) is empty, its reader (slurmstepd's I/O thread)
- * having taken the line; returns how many still hold bytes then. Only
- * async-signal-safe calls. */
-static int unread_after(const struct tell *t)
-{
-    struct timespec start, now, nap = {0, NAP_NS};
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    struct timespec nap = {0, NAP_NS};
+    long long end = base_now_ms() + TASK_TELL_DRAIN_MS;
     for (;;) {
         int left = 0;
         for (uint32_t i = 0; i < t->n; i++) {
             int bytes = 0;
-            left += t->fd[i] >= 0 && ioctl(t->fd[i], FIONREAD, &bytes) == 0 && bytes > 0;
+            if (t->fd[i] >= 0 && ioctl(t->fd[i], FIONREAD, &bytes) == 0 && bytes > 0) {
+                left++;
+            } else if (t->fd[i] >= 0) {
+                close(t->fd[i]);
+                t->fd[i] = -1;
+            }
         }
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        if (!left || ms_between(&start, &now) >= TASK_TELL_DRAIN_MS)
+        if (!left || base_now_ms() >= end)
             return left;
         nanosleep(&nap, NULL);
     }

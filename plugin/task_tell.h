@@ -44,8 +44,9 @@ enum {
  * is the job's user, and waits for the pipes among them to be read (see
  * above); returns once the child ended, or was killed at TASK_TELL_MS or
  * as soon as stop_fd is readable. how[i] gets how task i's telling went.
- * Returns how many of the pipes written still held bytes unread after
- * TASK_TELL_DRAIN_MS (0 when the child was killed first). */
+ * Returns how many of the pipes written were not seen empty within
+ * TASK_TELL_DRAIN_MS (0 when the child was killed first): their reader did
+ * not keep up, or their task went on writing. */
 int task_tell(const int *pidfd, const int *err, uint32_t n, const char *line,
               const struct mps_user *user, int stop_fd, int *how);
 

@@ -460,8 +460,8 @@ static void test_unread(void)
     ok(ended, "a stderr pipe nobody reads: the line is written and the tasks end by SIGTERM after "
        "TASK_TELL_DRAIN_MS (%d, %d; %s)", sig0, sig1, flat(err));
     next_log(log, sizeof log);
-    ok(!strcmp(log, "cohort: watch: ending the node's 2 tasks (the line was still unread in the "
-                    "task's stderr pipe after 1 s: srun may drop it): a line nobody reads"),
+    ok(!strcmp(log, "cohort: watch: ending the node's 2 tasks (the task's stderr pipe was not "
+                    "seen empty within 1 s, so srun may drop the line): a line nobody reads"),
        "the node's log says the line may be lost (%s)", log);
     node_end(&n);
 }
