@@ -32,8 +32,7 @@ struct tell {
     const int *pidfd;  /* their pidfds (the caller's), or negative */
     const int *err;    /* why a task has no pidfd (a stage | errno), or 0 */
     int *fd;           /* in the child: each task's stderr, or -1 */
-    int *took;         /* in the child: why that stderr could not be had, or how the
-                          write went */
+    int *took;         /* in the child: why that stderr could not be had, or 0 */
     int *keep;         /* the descriptors the child keeps, ascending */
     size_t n_keep;
     unsigned open_max; /* the most descriptors the process may hold */
@@ -87,7 +86,7 @@ static int unread_after(struct tell *t)
  * CAP_SYS_PTRACE), becomes the job's user for good (each write's checks
  * are the user's, and its memory, slurmstepd's copy, cannot be read),
  * writes the line on each stderr and says how each went, then how many
- * of the pipes among them were not emptied (unread_after). Only
+ * of the pipes among them were not seen empty (unread_after). Only
  * async-signal-safe calls. */
 static _Noreturn void tell_child(const struct mps_user *user, struct tell *t)
 {
@@ -189,8 +188,8 @@ static int child_end(int child, int stop_fd)
 }
 
 /* Runs the child that tells the tasks of t, and fills how[0..t->n) with
- * how each telling went; returns how many lines were left unread (0 when
- * the child did not say). */
+ * how each telling went; returns how many pipes written were not seen
+ * empty (0 when the child did not say). */
 static int tell_run(struct tell *t, const struct mps_user *user, int stop_fd, int *how)
 {
     pid_t pid = fork();
