@@ -41,24 +41,13 @@ echo "required $plugin default=off topology_cache=$dir/cache" >"$dir/etc/plugsta
 "$cluster" up "$dir" 2 "$build" "$src" || exit 1
 trap '"$cluster" down "$dir"' EXIT
 cd "$dir/work" || exit 1
-work="$dir/work" res="$dir/results"
-. "$src/tests/watch/watch-lib.sh" # running, left
+# start NAME ARGS... (watch-lib.sh) runs the loop on 2 x 2 tasks in the
+# background: srun's output in $res/NAME(.err), the loop's files (pids,
+# running marks, the verdict) in $work/NAME, srun's pid in $srun.
+work="$dir/work" res="$dir/results" tmp="$dir/results" shape=(-N2 --ntasks-per-node=2)
+. "$src/tests/watch/watch-lib.sh" # start, running, left
 env="ALL,COHORT_AGENT=$build/runtime/agent/cohort-agent,OMP_NUM_THREADS=1"
 env="$env,COHORT_WORK_COORD=$build/runtime/coord/cohort-work-coord"
-
-# start NAME ARGS...: the loop on 2 x 2 tasks in the background, its
-# files (pids, running marks, the verdict) in $dir/work/NAME; srun's pid
-# in $srun.
-start() {
-    local name=$1
-    shift
-    mkdir -p "$dir/work/$name"
-    SLURM_TIMELIMIT=5 "$cluster" exec "$dir" head timeout 200 \
-        srun -N2 --ntasks-per-node=2 --cohort=train \
-        --export="$env,COHORT_WATCH_FILE=$dir/work/$name/verdict.json" "$@" \
-        "$py" "$loop" "$dir/work/$name" >"$res/$name.out" 2>"$res/$name.err" &
-    srun=$!
-}
 pid_of() { cat "$work/$1/pid.$2"; }
 secs() { awk -v a="$1" -v b="$2" -v less="${3:-0}" 'BEGIN { printf "%.3f", b - a - less }'; }
 # note CASE NAME TIME PATTERN: files TIME under CASE when NAME's stderr has

@@ -29,20 +29,7 @@ cluster_up 4
 
 env="ALL,COHORT_AGENT=$COHORT_BUILDDIR/runtime/agent/cohort-agent,OMP_NUM_THREADS=1"
 env="$env,COHORT_WORK_COORD=$COHORT_BUILDDIR/runtime/coord/cohort-work-coord,COHORT_WATCH_FANOUT=1"
-# start NAME ARGS... -- CMD...: srun -N4 -n4 --cohort-watch ARGS CMD in the
-# background (bounded); its output in $tmp/NAME(.err), srun's pid in $srun.
-start() {
-    local name=$1 args=()
-    shift
-    while [ "$1" != -- ]; do args+=("$1"); shift; done
-    shift
-    mkdir -p "$work/$name"
-    SLURM_TIMELIMIT=5 "$cluster" exec "$dir" head timeout 200 \
-        srun -N4 --ntasks-per-node=1 --cohort=train --cohort-watch \
-        --export="$env,COHORT_WATCH_FILE=$work/$name/verdict.json" "${args[@]}" "$@" \
-        >"$tmp/$name" 2>"$tmp/$name.err" &
-    srun=$!
-}
+shape=(-N4 --ntasks-per-node=1 --cohort-watch) # start's (watch-lib.sh): one task a node, watched
 # links HOST COMM: the established TCP connections of the processes named COMM on HOST.
 links() { "$cluster" exec "$dir" "$1" ss -Htnp state established | grep -c "((\"$2\""; }
 # peers HOST: the peer addresses of HOST's agent's established connections.
@@ -58,7 +45,7 @@ await() {
 }
 
 # --- the tree's shape, and a death two agents below the holder -----------------
-start kill -- "$py" "$loop" "$work/kill"
+start kill
 if running kill; then
     holder=$(links n1 cohort-work-coo) n3=$(peers n3)
     t0=$(now)
@@ -77,7 +64,7 @@ named kill 'cohort: rank' "$killed3" "$died3"
 ok $? "rank 3 on n4, two agents below the holder, SIGKILLed mid-loop: named in one line, the 3 others ended, srun back in $took s (srun $rc; '$line'; left:$(left kill); $(why "$tmp/kill"))"
 
 # --- a middle node's link lost ---------------------------------------------------
-start link -- "$py" "$loop" "$work/link"
+start link
 cut_link link n3 ""
 named link 'cohort: node' '^cohort: node n3 \(rank 2\) has not been heard from for [0-9]+ s; ending the step$' \
     'v["kind"] == "node_lost" and v["nodes"] == ["n3"] and v["ranks"] == [2]'
@@ -129,7 +116,7 @@ done
 [ "$bad" = 0 ]
 ok $? "10 watched steps of /bin/true on the chain of 4 nodes: none ended by the watch ($bad were; $(head -c 200 "$tmp/quick-bad.err" 2>/dev/null))"
 
-start healthy --export="$env,COHORT_WATCH_FILE=$work/healthy/verdict.json,COHORT_TEST_STEPS=40" -- "$py" "$loop" "$work/healthy"
+start healthy --export="$env,COHORT_WATCH_FILE=$work/healthy/verdict.json,COHORT_TEST_STEPS=40"
 wait "$srun"
 rc=$?
 [ "$rc" = 0 ] && [ "$(grep -c '^done [0-3] 40$' "$tmp/healthy")" = 4 ] && [ "$(lines healthy)" = 0 ] &&

@@ -26,19 +26,7 @@ cluster_up 2
 
 env="ALL,COHORT_AGENT=$COHORT_BUILDDIR/runtime/agent/cohort-agent,OMP_NUM_THREADS=1"
 env="$env,COHORT_WORK_COORD=$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
-# start NAME ARGS...: srun -N2 --ntasks-per-node=2 ARGS with the loop in the
-# background (bounded), its output in $tmp/NAME, $tmp/NAME.err; its files
-# (pids, the verdict) in $work/NAME; srun's pid in $srun.
-start() {
-    local name=$1
-    shift
-    mkdir -p "$work/$name"
-    SLURM_TIMELIMIT=5 "$cluster" exec "$dir" head timeout 200 \
-        srun -N2 --ntasks-per-node=2 --cohort=train \
-        --export="$env,COHORT_WATCH_FILE=$work/$name/verdict.json" "$@" \
-        "$py" "$loop" "$work/$name" >"$tmp/$name" 2>"$tmp/$name.err" &
-    srun=$!
-}
+shape=(-N2 --ntasks-per-node=2) # start's (watch-lib.sh): 2 nodes x 2 tasks
 # hit NAME SIGNAL RANK: once NAME's loop runs, sends SIGNAL to RANK and waits
 # for srun; sets rc (srun's status, or "running" when the loop never ran)
 # and took (the seconds from the signal to srun's return, or -).

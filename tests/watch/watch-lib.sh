@@ -1,8 +1,13 @@
 # watch-lib.sh - sourced by tests/watch.sh and tests/watch-tree.sh after
-# test-cluster.sh (with $work, $tmp, $cluster, $dir and $srun, the pid of
-# the srun in the background, set by the test): what both read of a
-# watched step and how both cut a node's link. bench/watch-bench.sh takes
-# its running and left (with $work and $srun).
+# test-cluster.sh (with $work, $tmp, $cluster, $dir, $env, $loop and the
+# array $shape, srun's node and task options, set by the test): how both
+# start a watched step, what both read of it and how both cut a node's
+# link. bench/watch-bench.sh takes its start, running and left.
+#   start NAME SRUN_ARGS... [-- CMD...]  srun "${shape[@]}" --cohort=train
+#                     SRUN_ARGS CMD (the torch loop over $work/NAME by
+#                     default) in the background, bounded; its output in
+#                     $tmp/NAME(.err), its files (pids, the verdict) in
+#                     $work/NAME, srun's pid in $srun
 #   why NAME          srun's first lines that are not the watch's, for messages
 #   now, since T0 T1  the time, and the seconds between two of them
 #   lines NAME        how many of the watch's lines srun's stderr holds
@@ -23,6 +28,18 @@
 #                     and waits for srun; sets took, rc ("running": the
 #                     loop never ran)
 py=${py:-/usr/bin/python3}
+start() {
+    local name=$1 args=()
+    shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+    if [ $# -gt 0 ]; then shift; else set -- "$py" "$loop" "$work/$name"; fi
+    mkdir -p "$work/$name"
+    SLURM_TIMELIMIT=5 "$cluster" exec "$dir" head timeout 200 \
+        srun "${shape[@]}" --cohort=train \
+        --export="$env,COHORT_WATCH_FILE=$work/$name/verdict.json" "${args[@]}" "$@" \
+        >"$tmp/$name" 2>"$tmp/$name.err" &
+    srun=$!
+}
 why() { grep -v '^srun: ' "$1.err" | grep -v '^cohort: rank\|^cohort: node' | head -3 | cut -c1-200 | tr '\n' ';'; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
