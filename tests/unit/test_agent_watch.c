@@ -258,7 +258,6 @@ struct reader {
     int fd;
     pid_t task;
     char text[256];
-    size_t len;
     bool alive_at_first; /* the task had not ended when its first bytes came */
 };
 
@@ -280,16 +279,26 @@ static bool running(pid_t pid)
     return waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == 0;
 }
 
+/* Reads fd until its end into buf (cap bytes with the '\0' after what was
+ * read); returns how many bytes were read. */
+static size_t read_to_end(int fd, char *buf, size_t cap)
+{
+    size_t used = 0;
+    for (ssize_t r = 1; r > 0 && used + 1 < cap; used += r > 0 ? (size_t)r : 0)
+        r = read(fd, buf + used, cap - 1 - used);
+    buf[used] = '\0';
+    return used;
+}
+
+/* A reader's thread: it notes whether the task still runs once bytes wait
+ * in the pipe, before it reads any, then reads to the end. */
 static void *read_all(void *arg)
 {
     struct reader *r = arg;
     struct pollfd p = {.fd = r->fd, .events = POLLIN};
-    if (poll(&p, 1, -1) == 1) /* The bytes are in the pipe, not read yet. */
+    if (poll(&p, 1, -1) == 1)
         r->alive_at_first = running(r->task);
-    for (ssize_t got = 1; got > 0 && r->len + 1 < sizeof r->text; r->len += (size_t)got)
-        if ((got = read(r->fd, r->text + r->len, sizeof r->text - 1 - r->len)) < 0)
-            got = 0;
-    r->text[r->len] = '\0';
+    read_to_end(r->fd, r->text, sizeof r->text);
     return NULL;
 }
 
@@ -341,16 +350,18 @@ static int died_of(const struct node *n, int i)
 static void stderr_text(struct node *n, char *buf, size_t cap)
 {
     size_t used = 0;
+    buf[0] = '\0';
     for (int i = 0; i < NODE_TASKS; i++) {
-        if (n->reading) {
-            pthread_join(n->rd[i].thread, NULL);
-            used += (size_t)snprintf(buf + used, cap - used, "%s", n->rd[i].text);
-            used = used < cap ? used : cap - 1;
+        if (!n->reading) {
+            used += read_to_end(n->err[i], buf + used, cap - used);
+            continue;
         }
-        for (ssize_t r = 1; !n->reading && r > 0 && used + 1 < cap; used += r > 0 ? (size_t)r : 0)
-            r = read(n->err[i], buf + used, cap - 1 - used);
+        pthread_join(n->rd[i].thread, NULL);
+        size_t len = strlen(n->rd[i].text);
+        len = len < cap - 1 - used ? len : cap - 1 - used;
+        memcpy(buf + used, n->rd[i].text, len);
+        buf[used += len] = '\0';
     }
-    buf[used] = '\0';
 }
 
 /* text with its newlines as '|', for a TAP line. */
