@@ -29,7 +29,7 @@ cluster_up 4
 
 env="ALL,COHORT_AGENT=$COHORT_BUILDDIR/runtime/agent/cohort-agent,OMP_NUM_THREADS=1"
 env="$env,COHORT_WORK_COORD=$COHORT_BUILDDIR/runtime/coord/cohort-work-coord,COHORT_WATCH_FANOUT=1"
-shape=(-N4 --ntasks-per-node=1 --cohort-watch) # start's (watch-lib.sh): one task a node, watched
+shape=(-N4 --ntasks-per-node=1 --cohort-watch) # start (watch-lib.sh) runs srun with these: 4 nodes of one task, watched.
 # links HOST COMM: the established TCP connections of the processes named COMM on HOST.
 links() { "$cluster" exec "$dir" "$1" ss -Htnp state established | grep -c "((\"$2\""; }
 # peers HOST: the peer addresses of HOST's agent's established connections.

@@ -26,7 +26,7 @@ cluster_up 2
 
 env="ALL,COHORT_AGENT=$COHORT_BUILDDIR/runtime/agent/cohort-agent,OMP_NUM_THREADS=1"
 env="$env,COHORT_WORK_COORD=$COHORT_BUILDDIR/runtime/coord/cohort-work-coord"
-shape=(-N2 --ntasks-per-node=2) # start's (watch-lib.sh): 2 nodes x 2 tasks
+shape=(-N2 --ntasks-per-node=2) # start (watch-lib.sh) runs srun with these: 2 nodes of 2 tasks.
 # hit NAME SIGNAL RANK: once NAME's loop runs, sends SIGNAL to RANK and waits
 # for srun; sets rc (srun's status, or "running" when the loop never ran)
 # and took (the seconds from the signal to srun's return, or -).
